@@ -1,0 +1,117 @@
+//! The command line: clap types only. No other module uses clap.
+//!
+//! Boolean flags read as kubebuilder's do: `--namespaced`, `--namespaced=true` and
+//! `--namespaced=false` all work, so scripts written for kubebuilder run unchanged.
+
+use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap_complete::Shell;
+
+/// Scaffold Kubernetes operators in Rust on kube-rs, the way kubebuilder does for Go.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rsbuilder",
+    version,
+    propagate_version = true,
+    after_help = "Example:\n  mkdir otp-operator && cd otp-operator\n  rsbuilder init --domain learn.com"
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Initialize a new operator project in the current directory
+    Init(InitArgs),
+    /// Print the rsbuilder version and the kube, k8s-openapi and Kubernetes versions it scaffolds
+    Version,
+    /// Print a shell completion script
+    Completion {
+        /// The shell to complete for
+        shell: Shell,
+    },
+}
+
+/// Flags of `rsbuilder init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Domain of the API groups: a group `appotp` becomes `appotp.<domain>`
+    #[arg(long, default_value = "my.domain")]
+    pub domain: String,
+
+    /// Project name [default: the directory name, lowercased]
+    #[arg(long)]
+    pub project_name: Option<String>,
+
+    /// Repository URL, written to `repository =` in the workspace Cargo.toml
+    #[arg(long)]
+    pub repo: Option<String>,
+
+    /// Copyright owner, written to `authors =` in the workspace Cargo.toml
+    #[arg(long)]
+    pub owner: Option<String>,
+
+    /// License of the generated project
+    #[arg(long, value_enum, default_value_t = License::Apache2)]
+    pub license: License,
+
+    /// Watch and manage resources in the manager's namespace only: a Role instead of a
+    /// ClusterRole, and `WATCH_NAMESPACE` set from the pod's namespace
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub namespaced: bool,
+
+    /// Scaffold even where a project already exists, overwriting its files
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub force: bool,
+
+    /// List what would be created or changed, and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Licenses `init` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum License {
+    /// Apache License 2.0
+    Apache2,
+    /// No license
+    None,
+}
+
+/// Parses the process arguments; usage errors exit with status 2.
+pub fn parse() -> Cli {
+    Cli::parse()
+}
+
+/// Writes the completion script for `shell` to stdout.
+pub fn print_completions(shell: Shell) {
+    let mut command = Cli::command();
+    clap_complete::generate(shell, &mut command, "rsbuilder", &mut std::io::stdout());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn boolean_flags_read_as_kubebuilder_reads_them() {
+        for (flag, want) in [
+            ("--namespaced", true),
+            ("--namespaced=true", true),
+            ("--namespaced=false", false),
+        ] {
+            let cli = Cli::try_parse_from(["rsbuilder", "init", flag]).unwrap();
+            let Command::Init(args) = cli.command else {
+                panic!("not init")
+            };
+            assert_eq!(args.namespaced, want, "{flag}");
+        }
+    }
+}

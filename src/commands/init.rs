@@ -1,0 +1,171 @@
+//! `rsbuilder init`: a new operator project in the current directory.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use serde::Serialize;
+
+use crate::apply::{self, Options};
+use crate::cli::{InitArgs, License};
+use crate::names;
+use crate::project::{self, Project};
+use crate::scaffold::{self, Plan, PlannedFile, Policy};
+use crate::ui::{self, UserError};
+use crate::versions;
+
+/// Files and folders whose presence means a project is already here.
+const PROJECT_MARKERS: &[&str] = &["PROJECT", "Makefile", "Cargo.toml", "operator"];
+
+/// Generated files that are often the user's own already; an existing one is kept.
+const USER_FILES: &[&str] = &["README.md", ".gitignore", ".dockerignore"];
+
+/// What the templates of `init` receive: every name already derived.
+#[derive(Debug, Serialize)]
+struct Context {
+    project_name: String,
+    crate_ident: String,
+    api_crate: String,
+    api_crate_ident: String,
+    domain: String,
+    repo: Option<String>,
+    owner: Option<String>,
+    license: Option<&'static str>,
+    namespaced: bool,
+    leader_election_id: String,
+    rsbuilder_version: &'static str,
+    kube_version: &'static str,
+    k8s_openapi_version: &'static str,
+    k8s_openapi_feature: &'static str,
+    kubernetes_version: &'static str,
+    rust_version: &'static str,
+}
+
+/// Runs `init` in the current directory.
+pub fn run(args: InitArgs) -> anyhow::Result<()> {
+    let root = std::env::current_dir().context("failed to read the current directory")?;
+    let (context, project) = resolve(&args, &root)?;
+    if !args.force {
+        refuse_existing_project(&root)?;
+    }
+    let plan = plan(&context, &project)?;
+    apply::apply(
+        &root,
+        plan,
+        Options {
+            force: args.force,
+            dry_run: args.dry_run,
+        },
+    )?;
+    if !args.dry_run {
+        ui::note(&format!(
+            "\nScaffolded `{}`. Next:\n  cargo build        # build the manager\n  make help          # list the project's make targets",
+            context.project_name
+        ));
+    }
+    Ok(())
+}
+
+fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
+    names::validate_domain(&args.domain)?;
+    let (project_name, from_directory) = match &args.project_name {
+        Some(name) => (name.clone(), false),
+        None => (
+            names::default_project_name(root).ok_or_else(|| {
+                UserError::new(format!(
+                    "cannot take a project name from `{}`",
+                    root.display()
+                ))
+                .help("pass `--project-name my-operator`")
+            })?,
+            true,
+        ),
+    };
+    names::validate_project_name(&project_name, from_directory)?;
+    if let Some(repo) = &args.repo {
+        names::validate_text("repo", repo, "https://github.com/<owner>/<project>")?;
+    }
+    if let Some(owner) = &args.owner {
+        names::validate_text("owner", owner, "\"The otp-operator Authors\"")?;
+    }
+
+    let context = Context {
+        crate_ident: names::crate_ident(&project_name),
+        api_crate: format!("{project_name}-api"),
+        api_crate_ident: names::crate_ident(&format!("{project_name}-api")),
+        leader_election_id: names::leader_election_id(&project_name, &args.domain),
+        project_name,
+        domain: args.domain.clone(),
+        repo: args.repo.clone(),
+        owner: args.owner.clone(),
+        license: match args.license {
+            License::Apache2 => Some("Apache-2.0"),
+            License::None => None,
+        },
+        namespaced: args.namespaced,
+        rsbuilder_version: versions::RSBUILDER,
+        kube_version: versions::KUBE,
+        k8s_openapi_version: versions::K8S_OPENAPI,
+        k8s_openapi_feature: versions::K8S_OPENAPI_FEATURE,
+        kubernetes_version: versions::KUBERNETES,
+        rust_version: versions::RUST,
+    };
+    let project = Project {
+        cli_version: versions::RSBUILDER.to_owned(),
+        domain: context.domain.clone(),
+        namespaced: context.namespaced,
+        project_name: context.project_name.clone(),
+        repo: context.repo.clone(),
+        kube_version: versions::KUBE.to_owned(),
+        k8s_openapi_version: versions::K8S_OPENAPI.to_owned(),
+    };
+    Ok((context, project))
+}
+
+fn refuse_existing_project(root: &Path) -> anyhow::Result<()> {
+    if let Some(found) = PROJECT_MARKERS.iter().find(|name| root.join(name).exists()) {
+        return Err(UserError::new(format!(
+            "the current directory is already initialized: found `{found}`"
+        ))
+        .help("run `rsbuilder init` in a new directory, or pass --force to scaffold over the existing files")
+        .into());
+    }
+    Ok(())
+}
+
+fn plan(context: &Context, project: &Project) -> anyhow::Result<Plan> {
+    let context =
+        tera::Context::from_serialize(context).context("failed to build the template context")?;
+    let mut files = scaffold::render_set("init", &context, |path| {
+        if USER_FILES.contains(&path) {
+            Policy::KeepExisting
+        } else {
+            Policy::Owned
+        }
+    })?;
+    files.push(PlannedFile {
+        path: project::FILE.into(),
+        contents: project.to_yaml(),
+        policy: Policy::Owned,
+    });
+    Ok(Plan {
+        files,
+        insertions: Vec::new(),
+    })
+}
+
+/// A context with every field set, for template tests.
+#[cfg(test)]
+pub fn sample_context() -> tera::Context {
+    let args = InitArgs {
+        domain: "learn.com".into(),
+        project_name: Some("otp-operator".into()),
+        repo: Some("https://github.com/learn/otp-operator".into()),
+        owner: Some("The otp-operator Authors".into()),
+        license: License::Apache2,
+        namespaced: true,
+        force: false,
+        dry_run: false,
+    };
+    let (context, _) = resolve(&args, Path::new("/tmp/x")).unwrap();
+    tera::Context::from_serialize(context).unwrap()
+}

@@ -1,0 +1,29 @@
+//! One module per command. Each runs the same steps: resolve the flags into options, load
+//! PROJECT, plan every file in memory, apply the plan, save PROJECT.
+
+pub mod init;
+
+use crate::cli::{Cli, Command};
+use crate::versions;
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Init(args) => init::run(args),
+        Command::Version => {
+            println!("rsbuilder {}", versions::RSBUILDER);
+            println!("kube {}", versions::KUBE);
+            println!("k8s-openapi {}", versions::K8S_OPENAPI);
+            println!(
+                "kubernetes {} (k8s-openapi feature {})",
+                versions::KUBERNETES,
+                versions::K8S_OPENAPI_FEATURE
+            );
+            Ok(())
+        }
+        Command::Completion { shell } => {
+            crate::cli::print_completions(shell);
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! `rsbuilder`: scaffold Kubernetes operators in Rust on kube-rs, the way kubebuilder does for Go.
+//!
+//! `main` only turns the result of [`commands::run`] into an exit code; `ARCHITECTURE.md` maps
+//! the modules.
+
+mod apply;
+mod cli;
+mod commands;
+mod names;
+mod project;
+mod scaffold;
+mod ui;
+mod versions;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = cli::parse();
+    match commands::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            ui::error(&error);
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! Scaffold markers: `// +rsbuilder:scaffold:<name>` in Rust, `# +rsbuilder:scaffold:<name>`
+//! in YAML, TOML and Makefiles. A fragment goes just above its marker, indented like it; a
+//! fragment whose lines already stand together in the file is not added again.
+
+use std::path::Path;
+
+use crate::ui::UserError;
+
+/// The comment that starts a marker line in `path`, by its extension.
+pub fn comment_prefix(path: &Path) -> Option<&'static str> {
+    let name = path.file_name()?.to_str()?;
+    if name == "Makefile" || name == "Dockerfile" {
+        return Some("#");
+    }
+    match path.extension()?.to_str()? {
+        "rs" => Some("//"),
+        "yaml" | "yml" | "toml" => Some("#"),
+        _ => None,
+    }
+}
+
+/// The full marker line (trimmed) for `name` in `path`.
+pub fn marker_line(path: &Path, name: &str) -> Option<String> {
+    comment_prefix(path).map(|prefix| format!("{prefix} +rsbuilder:scaffold:{name}"))
+}
+
+/// Inserts `fragment` above the marker `name` in `content`, the text of `path`.
+/// Returns `None` when the fragment is already there. Line endings follow the file's own.
+pub fn insert(
+    path: &Path,
+    content: &str,
+    name: &str,
+    fragment: &str,
+) -> Result<Option<String>, UserError> {
+    let marker = marker_line(path, name).ok_or_else(|| {
+        UserError::new(format!(
+            "cannot insert into `{}`: rsbuilder has no marker syntax for this kind of file",
+            path.display()
+        ))
+    })?;
+    let newline = if content.contains("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
+    let lines: Vec<&str> = content.split_inclusive('\n').collect();
+    let Some(at) = lines.iter().position(|line| line.trim() == marker) else {
+        return Err(UserError::new(format!(
+            "marker `{marker}` not found in `{}`",
+            path.display()
+        ))
+        .help(format!(
+            "put the line `{marker}` back where rsbuilder should add code, then run the command again"
+        )));
+    };
+
+    let wanted: Vec<&str> = fragment
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect();
+    if wanted.is_empty() || contains_run(&lines, &wanted) {
+        return Ok(None);
+    }
+
+    let indent: String = lines[at]
+        .chars()
+        .take_while(|c| c.is_whitespace())
+        .collect();
+    let mut out = String::with_capacity(content.len() + fragment.len() + 16);
+    for line in &lines[..at] {
+        out.push_str(line);
+    }
+    for line in fragment.lines() {
+        if line.trim().is_empty() {
+            out.push_str(newline);
+        } else {
+            out.push_str(&indent);
+            out.push_str(line);
+            out.push_str(newline);
+        }
+    }
+    for line in &lines[at..] {
+        out.push_str(line);
+    }
+    Ok(Some(out))
+}
+
+/// Whether `wanted` (trimmed, non-empty lines) stands consecutively among the non-empty lines.
+fn contains_run(lines: &[&str], wanted: &[&str]) -> bool {
+    let have: Vec<&str> = lines
+        .iter()
+        .map(|line| line.trim())
+        .filter(|line| !line.is_empty())
+        .collect();
+    have.windows(wanted.len()).any(|window| window == wanted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAIN: &str = "fn main() {\n    let controllers = vec![\n        // +rsbuilder:scaffold:controllers\n    ];\n}\n";
+
+    #[test]
+    fn inserts_above_the_marker_with_its_indent() {
+        let out = insert(
+            Path::new("src/main.rs"),
+            MAIN,
+            "controllers",
+            "a(),\nb(),\n",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            out,
+            "fn main() {\n    let controllers = vec![\n        a(),\n        b(),\n        // +rsbuilder:scaffold:controllers\n    ];\n}\n"
+        );
+    }
+
+    #[test]
+    fn inserting_twice_changes_nothing() {
+        let path = Path::new("src/main.rs");
+        let once = insert(path, MAIN, "controllers", "a(),\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(insert(path, &once, "controllers", "a(),\n").unwrap(), None);
+        let twice = insert(path, &once, "controllers", "b(),\n")
+            .unwrap()
+            .unwrap();
+        assert!(
+            twice.contains("a(),\n        b(),\n        // +rsbuilder"),
+            "{twice}"
+        );
+    }
+
+    #[test]
+    fn a_missing_marker_names_the_file_and_the_marker() {
+        let error = insert(
+            Path::new("operator/src/main.rs"),
+            "fn main() {}\n",
+            "controllers",
+            "a()",
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "marker `// +rsbuilder:scaffold:controllers` not found in `operator/src/main.rs`"
+        );
+    }
+
+    #[test]
+    fn yaml_markers_use_hash_comments() {
+        let yaml = "resources:\n- bases/a.yaml\n# +rsbuilder:scaffold:crdkustomizeresource\n";
+        let out = insert(
+            Path::new("config/crd/kustomization.yaml"),
+            yaml,
+            "crdkustomizeresource",
+            "- bases/b.yaml\n",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            out,
+            "resources:\n- bases/a.yaml\n- bases/b.yaml\n# +rsbuilder:scaffold:crdkustomizeresource\n"
+        );
+        assert!(insert(Path::new("notes.txt"), yaml, "x", "y").is_err());
+    }
+
+    #[test]
+    fn crlf_files_keep_their_line_endings() {
+        let content = "a\r\n# +rsbuilder:scaffold:list\r\n";
+        let out = insert(Path::new("k.yaml"), content, "list", "- b\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(out, "a\r\n- b\r\n# +rsbuilder:scaffold:list\r\n");
+        assert_eq!(
+            insert(Path::new("k.yaml"), &out, "list", "- b\n").unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_marker_is_found_only_on_its_own_line() {
+        let content = "x // +rsbuilder:scaffold:list\n";
+        assert!(insert(Path::new("a.rs"), content, "list", "y").is_err());
+    }
+}

@@ -1,0 +1,18 @@
+//! The `manager` binary: parses the flags, sets up logging and runs the controllers.
+
+use clap::Parser;
+use ns_operator::cli::Args;
+use ns_operator::manager::{Manager, Registration};
+use ns_operator::telemetry;
+// +rsbuilder:scaffold:imports
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    telemetry::init(args.log_format, &args.log_level)?;
+
+    let controllers: Vec<Registration> = vec![
+        // +rsbuilder:scaffold:controllers
+    ];
+    Manager::new(args).await?.run(controllers).await
+}

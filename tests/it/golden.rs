@@ -1,0 +1,116 @@
+//! Golden projects: `testdata/<name>/` holds what a scripted list of commands generates. The test
+//! runs the commands again and fails on any byte of difference; `RSBUILDER_BLESS=1` rewrites
+//! `testdata/` instead. CI never blesses, and also builds and tests every golden project
+//! (`scripts/test.sh`).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::support::{Workspace, snapshot, stderr};
+
+/// One golden project: the directory it is generated in (which names the project) and the
+/// rsbuilder commands that make it, in order.
+struct Scenario {
+    name: &'static str,
+    directory: &'static str,
+    commands: &'static [&'static [&'static str]],
+}
+
+const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "project-v1",
+        directory: "otp-operator",
+        commands: &[&[
+            "init",
+            "--domain",
+            "learn.com",
+            "--owner",
+            "The otp-operator Authors",
+        ]],
+    },
+    Scenario {
+        name: "project-namespaced",
+        directory: "ns-operator",
+        commands: &[&[
+            "init",
+            "--domain",
+            "example.org",
+            "--namespaced",
+            "--license",
+            "none",
+            "--repo",
+            "https://github.com/example/ns-operator",
+        ]],
+    },
+];
+
+fn testdata() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata")
+}
+
+#[test]
+fn golden_projects_are_up_to_date() {
+    let bless = std::env::var_os("RSBUILDER_BLESS").is_some_and(|v| v == "1");
+    let mut stale = Vec::new();
+    for scenario in SCENARIOS {
+        let ws = Workspace::new(scenario.directory);
+        for command in scenario.commands {
+            let assert = ws.run(command);
+            let output = assert.get_output();
+            assert!(
+                output.status.success(),
+                "{}: `rsbuilder {}` failed:\n{}",
+                scenario.name,
+                command.join(" "),
+                stderr(&assert)
+            );
+        }
+        let golden = testdata().join(scenario.name);
+        if bless {
+            if golden.exists() {
+                std::fs::remove_dir_all(&golden).unwrap();
+            }
+            copy_tree(ws.root(), &golden);
+            continue;
+        }
+        let want = snapshot(&golden);
+        let got = snapshot(ws.root());
+        let paths: BTreeSet<&PathBuf> = want.keys().chain(got.keys()).collect();
+        for path in paths {
+            match (want.get(path), got.get(path)) {
+                (Some(a), Some(b)) if a == b => {}
+                (Some(_), Some(_)) => {
+                    stale.push(format!("{}/{}: differs", scenario.name, path.display()))
+                }
+                (Some(_), None) => stale.push(format!(
+                    "{}/{}: no longer generated",
+                    scenario.name,
+                    path.display()
+                )),
+                (None, Some(_)) => stale.push(format!(
+                    "{}/{}: not in testdata",
+                    scenario.name,
+                    path.display()
+                )),
+                (None, None) => unreachable!(),
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "golden projects are stale (rerun with RSBUILDER_BLESS=1 to accept):\n  {}",
+        stale.join("\n  ")
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for (path, bytes) in snapshot(from) {
+        let target = to.join(&path);
+        if from.join(&path).is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+            std::fs::write(&target, bytes).unwrap();
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! `rsbuilder init`: what it writes, and how it refuses bad input without changing anything.
+
+use crate::support::{Workspace, rsbuilder, snapshot, stderr};
+
+/// Runs a failing `init` and checks its message, its exit code and that the tree is untouched.
+fn refuses(ws: &Workspace, args: &[&str], error: &str, help: &str) {
+    let before = ws.snapshot();
+    let assert = ws.run(args).code(1);
+    let err = stderr(&assert);
+    assert!(
+        err.contains(&format!("error: {error}")),
+        "want `error: {error}` in:\n{err}"
+    );
+    assert!(
+        err.contains(&format!("help: {help}")),
+        "want `help: {help}` in:\n{err}"
+    );
+    assert_eq!(
+        ws.snapshot(),
+        before,
+        "the tree changed after `{}`",
+        args.join(" ")
+    );
+}
+
+#[test]
+fn init_writes_the_project_and_says_what_it_did() {
+    let ws = Workspace::new("otp-operator");
+    let assert = ws.run(&["init", "--domain", "learn.com"]).success();
+    let err = stderr(&assert);
+    for line in [
+        "created Cargo.toml",
+        "created operator/src/main.rs",
+        "created config/rbac/role.yaml",
+        "created PROJECT",
+    ] {
+        assert!(
+            err.lines().any(|l| l == line),
+            "missing {line:?} in:\n{err}"
+        );
+    }
+    assert!(err.lines().last().unwrap().contains("make help"), "{err}");
+    let last_file = err.lines().rfind(|l| l.starts_with("created "));
+    assert_eq!(
+        last_file,
+        Some("created PROJECT"),
+        "PROJECT is written last"
+    );
+    let project = ws.read("PROJECT");
+    assert!(
+        project.contains("projectName: otp-operator\n") && project.contains("domain: learn.com\n"),
+        "{project}"
+    );
+    assert!(
+        ws.read("operator/Cargo.toml")
+            .contains("name = \"otp-operator\"")
+    );
+    assert!(
+        ws.read("api/Cargo.toml")
+            .contains("name = \"otp-operator-api\"")
+    );
+}
+
+#[test]
+fn init_is_deterministic() {
+    let a = Workspace::new("otp-operator");
+    let b = Workspace::new("otp-operator");
+    a.run(&["init", "--domain", "learn.com"]).success();
+    b.run(&["init", "--domain", "learn.com"]).success();
+    assert_eq!(a.snapshot(), b.snapshot());
+    assert!(a.snapshot().len() > 30);
+}
+
+#[test]
+fn a_dry_run_lists_the_files_and_writes_nothing() {
+    let ws = Workspace::new("otp-operator");
+    ws.write("README.md", "# mine\n");
+    let before = ws.snapshot();
+    let assert = ws
+        .run(&["init", "--domain", "learn.com", "--dry-run"])
+        .success();
+    let err = stderr(&assert);
+    assert!(err.contains("would create Cargo.toml\n"), "{err}");
+    assert!(err.contains("would keep README.md\n"), "{err}");
+    assert!(err.contains("would create PROJECT\n"), "{err}");
+    assert_eq!(ws.snapshot(), before);
+}
+
+#[test]
+fn files_users_bring_are_kept() {
+    let ws = Workspace::new("otp-operator");
+    ws.write("README.md", "# mine\n");
+    ws.write(".gitignore", "/mine\n");
+    ws.write("LICENSE", "mine\n");
+    ws.write(".git/HEAD", "ref: refs/heads/main\n");
+    let assert = ws.run(&["init", "--domain", "learn.com"]).success();
+    let err = stderr(&assert);
+    assert!(
+        err.contains("kept README.md\n") && err.contains("kept .gitignore\n"),
+        "{err}"
+    );
+    assert_eq!(ws.read("README.md"), "# mine\n");
+    assert_eq!(ws.read(".gitignore"), "/mine\n");
+    assert_eq!(ws.read("LICENSE"), "mine\n");
+}
+
+#[test]
+fn bad_domains_are_refused() {
+    let ws = Workspace::new("otp-operator");
+    refuses(
+        &ws,
+        &["init", "--domain", "Learn.COM"],
+        "invalid domain `Learn.COM`: must be a lowercase RFC 1123 subdomain",
+        "pass `--domain learn.com`",
+    );
+    refuses(
+        &ws,
+        &["init", "--domain", "learn_com"],
+        "invalid domain `learn_com`",
+        "pass `--domain learn-com`",
+    );
+}
+
+#[test]
+fn bad_project_names_are_refused() {
+    let ws = Workspace::new("otp-operator");
+    refuses(
+        &ws,
+        &[
+            "init",
+            "--domain",
+            "learn.com",
+            "--project-name",
+            "My_Operator",
+        ],
+        "invalid project name `My_Operator`: must be a lowercase RFC 1123 label",
+        "pass `--project-name my-operator`",
+    );
+    refuses(
+        &ws,
+        &["init", "--project-name", "2fast"],
+        "invalid project name `2fast`: must start with a letter",
+        "pass `--project-name fast`",
+    );
+    refuses(
+        &ws,
+        &["init", "--project-name", "test"],
+        "invalid project name `test`: is reserved",
+        "pass `--project-name my-operator`",
+    );
+
+    let ws = Workspace::new("My_Operator");
+    refuses(
+        &ws,
+        &["init", "--domain", "learn.com"],
+        "invalid project name (from the directory name) `my_operator`",
+        "pass `--project-name my-operator`",
+    );
+    ws.run(&["init", "--project-name", "my-operator"]).success();
+    assert!(ws.read("PROJECT").contains("projectName: my-operator\n"));
+}
+
+#[test]
+fn an_existing_project_is_refused() {
+    for existing in ["PROJECT", "Makefile", "Cargo.toml", "operator/src/main.rs"] {
+        let ws = Workspace::new("otp-operator");
+        ws.write(existing, "mine\n");
+        let found = existing.split('/').next().unwrap();
+        refuses(
+            &ws,
+            &["init", "--domain", "learn.com"],
+            &format!("the current directory is already initialized: found `{found}`"),
+            "run `rsbuilder init` in a new directory, or pass --force",
+        );
+    }
+}
+
+#[test]
+fn init_twice_is_refused_and_force_scaffolds_again() {
+    let ws = Workspace::new("otp-operator");
+    ws.run(&["init", "--domain", "learn.com"]).success();
+    let first = ws.snapshot();
+    refuses(
+        &ws,
+        &["init", "--domain", "learn.com"],
+        "the current directory is already initialized: found `PROJECT`",
+        "run `rsbuilder init` in a new directory, or pass --force",
+    );
+
+    ws.write("operator/src/main.rs", "// edited\n");
+    let assert = ws
+        .run(&["init", "--domain", "learn.com", "--force"])
+        .success();
+    let err = stderr(&assert);
+    assert!(err.contains("overwrote operator/src/main.rs\n"), "{err}");
+    assert!(err.contains("unchanged Cargo.toml\n"), "{err}");
+    assert_eq!(ws.snapshot(), first);
+}
+
+#[test]
+fn other_existing_files_are_conflicts() {
+    let ws = Workspace::new("otp-operator");
+    ws.write("config/rbac/role.yaml", "# mine\n");
+    refuses(
+        &ws,
+        &["init", "--domain", "learn.com"],
+        "`config/rbac/role.yaml` already exists and would be overwritten",
+        "pass --force to overwrite them",
+    );
+}
+
+#[test]
+fn a_tree_that_cannot_be_written_is_left_as_it_was() {
+    // `config` is a file, so nothing can be written below it; the files written before it
+    // (Cargo.toml, api/, ...) must be taken back.
+    let ws = Workspace::new("otp-operator");
+    ws.write("config", "not a directory\n");
+    let before = ws.snapshot();
+    let assert = ws
+        .run(&["init", "--domain", "learn.com", "--force"])
+        .code(1);
+    let err = stderr(&assert);
+    assert!(
+        err.contains("error: failed to write `config/") && err.contains("; nothing was changed: "),
+        "{err}"
+    );
+    assert_eq!(ws.snapshot(), before);
+}
+
+#[test]
+fn a_read_only_directory_is_left_as_it_was() {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = Workspace::new("otp-operator");
+    let mut permissions = std::fs::metadata(ws.root()).unwrap().permissions();
+    permissions.set_mode(0o555);
+    std::fs::set_permissions(ws.root(), permissions.clone()).unwrap();
+    if std::fs::write(ws.root().join("probe"), "").is_ok() {
+        // Running as root: permissions do not stop writes, the case above covers the rollback.
+        std::fs::remove_file(ws.root().join("probe")).unwrap();
+        eprintln!("skipped: the directory stays writable for this user (root)");
+        return;
+    }
+    let assert = ws.run(&["init", "--domain", "learn.com"]).code(1);
+    assert!(
+        stderr(&assert).contains("nothing was changed"),
+        "{}",
+        stderr(&assert)
+    );
+    permissions.set_mode(0o755);
+    std::fs::set_permissions(ws.root(), permissions).unwrap();
+    assert!(snapshot(ws.root()).is_empty());
+}
+
+#[test]
+fn init_works_from_any_directory_name_given_a_project_name() {
+    let ws = Workspace::new("Some Dir");
+    rsbuilder(ws.root(), &["init", "--project-name", "otp-operator"]).success();
+    assert!(ws.read("PROJECT").contains("domain: my.domain\n"));
+}
+
+#[test]
+fn text_that_would_break_the_manifests_is_refused() {
+    let ws = Workspace::new("otp-operator");
+    refuses(
+        &ws,
+        &["init", "--owner", "say \"hi\""],
+        "invalid --owner `say \"hi\"`: must not be blank, nor hold quotes",
+        "pass `--owner \"The otp-operator Authors\"`",
+    );
+    refuses(
+        &ws,
+        &["init", "--repo", " "],
+        "invalid --repo ` `",
+        "pass `--repo https://github.com/<owner>/<project>`",
+    );
+}

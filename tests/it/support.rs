@@ -1,0 +1,87 @@
+//! A small builder over assert_cmd and tempfile: a temporary project directory, the binary run
+//! inside it, and snapshots of the tree to prove that a failed command changed nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use assert_cmd::assert::Assert;
+use tempfile::TempDir;
+
+/// A temporary directory named like a project, where `rsbuilder` runs.
+pub struct Workspace {
+    _temp: TempDir,
+    root: PathBuf,
+}
+
+impl Workspace {
+    /// An empty directory called `name`.
+    pub fn new(name: &str) -> Self {
+        let temp = tempfile::tempdir().expect("a temporary directory");
+        let root = temp.path().join(name);
+        std::fs::create_dir(&root).expect("the project directory");
+        Self { _temp: temp, root }
+    }
+
+    /// The project directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Runs `rsbuilder args...` in the project directory, with no terminal on stdin.
+    pub fn run(&self, args: &[&str]) -> Assert {
+        rsbuilder(&self.root, args)
+    }
+
+    /// Writes a file, creating its folders.
+    pub fn write(&self, path: &str, contents: &str) {
+        let path = self.root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, contents).unwrap();
+    }
+
+    /// Reads a file.
+    pub fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.root.join(path)).unwrap()
+    }
+
+    /// Every file and folder with its bytes.
+    pub fn snapshot(&self) -> BTreeMap<PathBuf, Vec<u8>> {
+        snapshot(&self.root)
+    }
+}
+
+/// Runs `rsbuilder args...` in `dir`.
+pub fn rsbuilder(dir: &Path, args: &[&str]) -> Assert {
+    Command::cargo_bin("rsbuilder")
+        .expect("the rsbuilder binary")
+        .current_dir(dir)
+        .args(args)
+        .write_stdin("")
+        .assert()
+}
+
+/// Every file (with its bytes) and folder (with none) under `root`, by relative path.
+pub fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    walkdir::WalkDir::new(root)
+        .min_depth(1)
+        .into_iter()
+        .map(|entry| entry.expect("a readable tree"))
+        .map(|entry| {
+            let bytes = if entry.file_type().is_file() {
+                std::fs::read(entry.path()).unwrap()
+            } else {
+                Vec::new()
+            };
+            (
+                entry.path().strip_prefix(root).unwrap().to_path_buf(),
+                bytes,
+            )
+        })
+        .collect()
+}
+
+/// The text of a command's stderr.
+pub fn stderr(assert: &Assert) -> String {
+    String::from_utf8_lossy(&assert.get_output().stderr).into_owned()
+}
