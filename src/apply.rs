@@ -78,6 +78,8 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
         let action = match (&existing, file.policy) {
             (None, _) => Action::Create,
             (Some(old), _) if *old == file.contents => Action::Unchanged,
+            (Some(_), Policy::IfMissing) => Action::Unchanged,
+            (Some(_), Policy::Regenerated) => Action::Update,
             (Some(_), Policy::KeepExisting) if !options.force => Action::Keep,
             (Some(_), _) if options.force => Action::Overwrite,
             (Some(_), _) => {
@@ -86,7 +88,7 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
             }
         };
         let contents = match action {
-            Action::Keep => existing.unwrap_or_default(),
+            Action::Keep | Action::Unchanged => existing.unwrap_or_default(),
             _ => file.contents,
         };
         changes.insert(

@@ -11,7 +11,6 @@ use clap_complete::Shell;
 #[command(
     name = "rsbuilder",
     version,
-    propagate_version = true,
     after_help = "Example:\n  mkdir otp-operator && cd otp-operator\n  rsbuilder init --domain learn.com"
 )]
 pub struct Cli {
@@ -25,6 +24,9 @@ pub struct Cli {
 pub enum Command {
     /// Initialize a new operator project in the current directory
     Init(InitArgs),
+    /// Scaffold a Kubernetes API (a kind's types and manifests) or a controller for it
+    #[command(subcommand)]
+    Create(CreateCommand),
     /// Print the rsbuilder version and the kube, k8s-openapi and Kubernetes versions it scaffolds
     Version,
     /// Print a shell completion script
@@ -65,6 +67,57 @@ pub struct InitArgs {
     /// Scaffold even where a project already exists, overwriting its files
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
     pub force: bool,
+
+    /// List what would be created or changed, and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// What `create` scaffolds.
+#[derive(Debug, Subcommand)]
+pub enum CreateCommand {
+    /// Scaffold a kind: its Rust types, CRD, samples and RBAC roles, and a controller for it
+    Api(CreateApiArgs),
+}
+
+/// Flags of `rsbuilder create api`.
+#[derive(Debug, Args)]
+pub struct CreateApiArgs {
+    /// API group, without the domain; empty means the domain itself
+    #[arg(long, default_value = "")]
+    pub group: String,
+
+    /// API version: v1, v1beta1, v2alpha1, ...
+    #[arg(long)]
+    pub version: String,
+
+    /// Kind, in PascalCase: AppOTP
+    #[arg(long)]
+    pub kind: String,
+
+    /// Resource name [default: the kind, lowercased and pluralized as kubebuilder does]
+    #[arg(long)]
+    pub plural: Option<String>,
+
+    /// Whether the kind is namespaced; `--namespaced=false` makes it cluster-scoped
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = true, default_missing_value = "true")]
+    pub namespaced: bool,
+
+    /// Scaffold the kind's types and manifests [default: ask on a terminal, else true]
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub resource: Option<bool>,
+
+    /// Scaffold a controller for the kind [default: ask on a terminal, else true]
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub controller: Option<bool>,
+
+    /// Scaffold the kind again even if it exists, overwriting its own files
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub force: bool,
+
+    /// Regenerate the manifests from the compiled types afterwards (rsbuilder generate)
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub make: bool,
 
     /// List what would be created or changed, and write nothing
     #[arg(long)]

@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod names;
 mod project;
+mod rbac;
 mod scaffold;
 mod ui;
 mod versions;

@@ -1,7 +1,14 @@
 //! The PROJECT file: kubebuilder's v3 format and key order, written by rsbuilder and read back
 //! on every command. This module is the only one that reads or writes it.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use serde::Deserialize;
+
+use crate::ui::UserError;
 
 /// The layout key rsbuilder writes under `layout:`.
 pub const LAYOUT: &str = "rsbuilder.io/v1";
@@ -25,6 +32,129 @@ pub struct Project {
     pub kube_version: String,
     /// The k8s-openapi version the project was generated for.
     pub k8s_openapi_version: String,
+    /// The APIs, in the order they were created.
+    pub resources: Vec<Resource>,
+}
+
+/// One group/version/kind of the project.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource {
+    /// Present when rsbuilder scaffolded the kind's types.
+    #[serde(default)]
+    pub api: Option<ResourceApi>,
+    /// Whether the kind has a controller.
+    #[serde(default)]
+    pub controller: bool,
+    /// The domain of the group.
+    pub domain: String,
+    /// The group, without the domain; empty for the domain's own group.
+    #[serde(default)]
+    pub group: String,
+    /// The kind.
+    pub kind: String,
+    /// The plural, when it differs from the computed one.
+    #[serde(default)]
+    pub plural: Option<String>,
+    /// The version.
+    pub version: String,
+}
+
+/// How a kind's types were scaffolded.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceApi {
+    /// Always `v1`.
+    pub crd_version: String,
+    /// Whether the kind is namespaced.
+    #[serde(default)]
+    pub namespaced: bool,
+}
+
+impl Resource {
+    /// Whether this is `group`/`version`/`kind`.
+    pub fn is(&self, group: &str, version: &str, kind: &str) -> bool {
+        self.group == group && self.version == version && self.kind == kind
+    }
+}
+
+/// PROJECT as it is on disk.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Stored {
+    cli_version: String,
+    domain: String,
+    #[serde(default)]
+    layout: Vec<String>,
+    #[serde(default)]
+    namespaced: bool,
+    #[serde(default)]
+    plugins: BTreeMap<String, StoredPlugin>,
+    project_name: String,
+    #[serde(default)]
+    repo: Option<String>,
+    #[serde(default)]
+    resources: Vec<Resource>,
+    version: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct StoredPlugin {
+    #[serde(default)]
+    kube_version: Option<String>,
+    #[serde(default)]
+    k8s_openapi_version: Option<String>,
+}
+
+/// The directory holding PROJECT: `start` or the nearest of its parents.
+pub fn find_root(start: &Path) -> Result<PathBuf, UserError> {
+    start
+        .ancestors()
+        .find(|dir| dir.join(FILE).is_file())
+        .map(Path::to_path_buf)
+        .ok_or_else(|| {
+            UserError::new(format!("no PROJECT file found in `{}`", start.display()))
+                .help("run `rsbuilder init --domain <domain>` first")
+        })
+}
+
+/// Reads and checks `root/PROJECT`.
+pub fn load(root: &Path) -> anyhow::Result<Project> {
+    let path = root.join(FILE);
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("failed to read `{}`", path.display()))?;
+    parse(&text)
+}
+
+fn parse(text: &str) -> anyhow::Result<Project> {
+    let stored: Stored = serde_yaml::from_str(text).map_err(|error| {
+        UserError::new(format!("PROJECT is not valid: {error}"))
+            .help("restore it from version control; rsbuilder reads it on every command")
+    })?;
+    if stored.version != "3" || !stored.layout.iter().any(|layout| layout == LAYOUT) {
+        return Err(UserError::new(format!(
+            "PROJECT has version `{}` and layout {:?}; rsbuilder reads version `3` with layout `{LAYOUT}`",
+            stored.version, stored.layout
+        ))
+        .help("this project was not scaffolded by rsbuilder")
+        .into());
+    }
+    let plugin = stored.plugins.get(LAYOUT);
+    Ok(Project {
+        cli_version: stored.cli_version,
+        domain: stored.domain,
+        namespaced: stored.namespaced,
+        project_name: stored.project_name,
+        repo: stored.repo,
+        kube_version: plugin
+            .and_then(|p| p.kube_version.clone())
+            .unwrap_or_else(|| crate::versions::KUBE.to_owned()),
+        k8s_openapi_version: plugin
+            .and_then(|p| p.k8s_openapi_version.clone())
+            .unwrap_or_else(|| crate::versions::K8S_OPENAPI.to_owned()),
+        resources: stored.resources,
+    })
 }
 
 impl Project {
@@ -50,6 +180,39 @@ impl Project {
         let _ = writeln!(out, "projectName: {}", scalar(&self.project_name));
         if let Some(repo) = &self.repo {
             let _ = writeln!(out, "repo: {}", scalar(repo));
+        }
+        if !self.resources.is_empty() {
+            out.push_str("resources:\n");
+        }
+        for resource in &self.resources {
+            let mut first = true;
+            let mut key = |out: &mut String, key: &str| {
+                out.push_str(if first { "- " } else { "  " });
+                out.push_str(key);
+                first = false;
+            };
+            if let Some(api) = &resource.api {
+                key(&mut out, "api:\n");
+                let _ = writeln!(out, "    crdVersion: {}", scalar(&api.crd_version));
+                if api.namespaced {
+                    out.push_str("    namespaced: true\n");
+                }
+            }
+            if resource.controller {
+                key(&mut out, "controller: true\n");
+            }
+            key(&mut out, &format!("domain: {}\n", scalar(&resource.domain)));
+            if !resource.group.is_empty() {
+                key(&mut out, &format!("group: {}\n", scalar(&resource.group)));
+            }
+            key(&mut out, &format!("kind: {}\n", scalar(&resource.kind)));
+            if let Some(plural) = &resource.plural {
+                key(&mut out, &format!("plural: {}\n", scalar(plural)));
+            }
+            key(
+                &mut out,
+                &format!("version: {}\n", scalar(&resource.version)),
+            );
         }
         out.push_str("version: \"3\"\n");
         out
@@ -97,7 +260,55 @@ mod tests {
             repo: None,
             kube_version: "5.0.0".into(),
             k8s_openapi_version: "0.29.0".into(),
+            resources: Vec::new(),
         }
+    }
+
+    #[test]
+    fn resources_are_written_as_kubebuilder_writes_them_and_read_back() {
+        let mut project = project();
+        project.resources = vec![
+            Resource {
+                api: Some(ResourceApi {
+                    crd_version: "v1".into(),
+                    namespaced: true,
+                }),
+                controller: true,
+                domain: "learn.com".into(),
+                group: "appotp".into(),
+                kind: "AppOTP".into(),
+                plural: None,
+                version: "v1".into(),
+            },
+            Resource {
+                api: Some(ResourceApi {
+                    crd_version: "v1".into(),
+                    namespaced: false,
+                }),
+                controller: false,
+                domain: "learn.com".into(),
+                group: "fleet".into(),
+                kind: "Person".into(),
+                plural: Some("persons".into()),
+                version: "v1beta1".into(),
+            },
+        ];
+        let yaml = project.to_yaml();
+        assert!(
+            yaml.contains(
+                "resources:\n- api:\n    crdVersion: v1\n    namespaced: true\n  controller: true\n  domain: learn.com\n  group: appotp\n  kind: AppOTP\n  version: v1\n- api:\n    crdVersion: v1\n  domain: learn.com\n  group: fleet\n  kind: Person\n  plural: persons\n  version: v1beta1\nversion: \"3\"\n"
+            ),
+            "{yaml}"
+        );
+        assert_eq!(parse(&yaml).unwrap(), project);
+    }
+
+    #[test]
+    fn a_foreign_or_broken_project_file_is_refused() {
+        let kubebuilder = "domain: x.io\nlayout:\n- go.kubebuilder.io/v4\nprojectName: p\nversion: \"3\"\ncliVersion: 4.0.0\n";
+        let error = parse(kubebuilder).unwrap_err();
+        assert!(error.to_string().contains("layout"), "{error}");
+        assert!(parse("domain: [").is_err());
     }
 
     #[test]

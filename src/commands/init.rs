@@ -9,6 +9,7 @@ use crate::apply::{self, Options};
 use crate::cli::{InitArgs, License};
 use crate::names;
 use crate::project::{self, Project};
+use crate::rbac;
 use crate::scaffold::{self, Plan, PlannedFile, Policy};
 use crate::ui::{self, UserError};
 use crate::versions;
@@ -58,7 +59,7 @@ pub fn run(args: InitArgs) -> anyhow::Result<()> {
     )?;
     if !args.dry_run {
         ui::note(&format!(
-            "\nScaffolded `{}`. Next:\n  cargo build        # build the manager\n  make help          # list the project's make targets",
+            "\nScaffolded `{}`. Next, define a resource with:\n  rsbuilder create api --group <group> --version v1 --kind <Kind>\n`make help` lists the project's targets.",
             context.project_name
         ));
     }
@@ -117,6 +118,7 @@ fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
         repo: context.repo.clone(),
         kube_version: versions::KUBE.to_owned(),
         k8s_openapi_version: versions::K8S_OPENAPI.to_owned(),
+        resources: Vec::new(),
     };
     Ok((context, project))
 }
@@ -135,13 +137,26 @@ fn refuse_existing_project(root: &Path) -> anyhow::Result<()> {
 fn plan(context: &Context, project: &Project) -> anyhow::Result<Plan> {
     let context =
         tera::Context::from_serialize(context).context("failed to build the template context")?;
-    let mut files = scaffold::render_set("init", &context, |path| {
+    let mut files = scaffold::render_set("init", &context, &[], |path| {
         if USER_FILES.contains(&path) {
             Policy::KeepExisting
         } else {
             Policy::Owned
         }
     })?;
+    let mut markers = Vec::new();
+    for file in &files {
+        if file.path.starts_with("operator/src") && file.path.extension().is_some_and(|e| e == "rs")
+        {
+            markers.extend(rbac::markers(&file.path, &file.contents)?);
+        }
+    }
+    files.push(PlannedFile {
+        path: rbac::ROLE_FILE.into(),
+        contents: rbac::role_yaml(&markers, project.namespaced),
+        policy: Policy::Owned,
+    });
+    files.sort_by(|a, b| a.path.cmp(&b.path));
     files.push(PlannedFile {
         path: project::FILE.into(),
         contents: project.to_yaml(),

@@ -1,15 +1,17 @@
 //! One module per command. Each runs the same steps: resolve the flags into options, load
 //! PROJECT, plan every file in memory, apply the plan, save PROJECT.
 
+pub mod create_api;
 pub mod init;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, CreateCommand};
 use crate::versions;
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Init(args) => init::run(args),
+        Command::Create(CreateCommand::Api(args)) => create_api::run(args),
         Command::Version => {
             println!("rsbuilder {}", versions::RSBUILDER);
             println!("kube {}", versions::KUBE);

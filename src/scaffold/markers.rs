@@ -63,6 +63,15 @@ pub fn insert(
         return Ok(None);
     }
 
+    // A fragment that starts with a blank line wants a blank line above it, unless there is
+    // one already (or nothing at all), so that rustfmt finds no doubled blank lines.
+    let mut fragment = fragment;
+    if let Some(rest) = fragment.strip_prefix('\n')
+        && (at == 0 || lines[at - 1].trim().is_empty())
+    {
+        fragment = rest;
+    }
+
     let indent: String = lines[at]
         .chars()
         .take_while(|c| c.is_whitespace())
@@ -165,6 +174,26 @@ mod tests {
             "resources:\n- bases/a.yaml\n- bases/b.yaml\n# +rsbuilder:scaffold:crdkustomizeresource\n"
         );
         assert!(insert(Path::new("notes.txt"), yaml, "x", "y").is_err());
+    }
+
+    #[test]
+    fn a_leading_blank_line_separates_fragments_without_doubling() {
+        let path = Path::new("src/lib.rs");
+        let lib = "//! Types.\n\n// +rsbuilder:scaffold:groups\n";
+        let once = insert(path, lib, "groups", "\npub mod a;\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            once,
+            "//! Types.\n\npub mod a;\n// +rsbuilder:scaffold:groups\n"
+        );
+        let twice = insert(path, &once, "groups", "\npub mod b;\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            twice,
+            "//! Types.\n\npub mod a;\n\npub mod b;\n// +rsbuilder:scaffold:groups\n"
+        );
     }
 
     #[test]

@@ -19,6 +19,12 @@ pub enum Policy {
     Owned,
     /// The file is commonly the user's own (README, .gitignore): an existing one is kept.
     KeepExisting,
+    /// The file is shared by several commands (a module file, a kustomization): it is created
+    /// when missing and otherwise left as it is, even with `--force`, since it holds what other
+    /// commands inserted.
+    IfMissing,
+    /// The file is derived from other files (PROJECT, the RBAC role, a CRD): always written.
+    Regenerated,
 }
 
 /// One whole file to write.
@@ -52,45 +58,93 @@ pub struct Plan {
     pub insertions: Vec<Insertion>,
 }
 
-/// Renders every template of `set` (a folder under `templates/`) with `context`.
-/// `policy` decides, per output path, what happens when the file exists.
+/// Renders every template of `set` (a folder under `templates/`) with `context`. In template
+/// paths, `{name}` stands for the value of `name` in `paths`. `policy` decides, per output
+/// path, what happens when the file exists.
 pub fn render_set(
     set: &str,
     context: &tera::Context,
+    paths: &[(&str, &str)],
     policy: impl Fn(&str) -> Policy,
 ) -> anyhow::Result<Vec<PlannedFile>> {
+    render(set, context)?
+        .into_iter()
+        .map(|(name, contents)| {
+            let out = fill(&name, paths)?;
+            Ok(PlannedFile {
+                policy: policy(&out),
+                path: PathBuf::from(out),
+                contents,
+            })
+        })
+        .collect()
+}
+
+/// Renders the fragments of `templates/insert/<set>/`: `<file>/<marker>.tera` is inserted above
+/// the marker `<marker>` of `<file>`.
+pub fn render_insertions(
+    set: &str,
+    context: &tera::Context,
+    paths: &[(&str, &str)],
+) -> anyhow::Result<Vec<Insertion>> {
+    render(&format!("insert/{set}"), context)?
+        .into_iter()
+        .map(|(name, fragment)| {
+            let (file, marker) = name
+                .rsplit_once('/')
+                .with_context(|| format!("fragment `{name}` is not `<file>/<marker>`"))?;
+            Ok(Insertion {
+                path: PathBuf::from(fill(file, paths)?),
+                marker: marker.to_owned(),
+                fragment,
+            })
+        })
+        .collect()
+}
+
+/// Renders every template under `templates/<dir>/`; returns (path without `.tera`, text), in
+/// path order.
+fn render(dir_name: &str, context: &tera::Context) -> anyhow::Result<Vec<(String, String)>> {
     let dir = TEMPLATES
-        .get_dir(set)
-        .with_context(|| format!("no template set `{set}` is built in"))?;
+        .get_dir(dir_name)
+        .with_context(|| format!("no template set `{dir_name}` is built in"))?;
     let mut sources = Vec::new();
     collect(dir, &mut sources);
     sources.sort_by(|a, b| a.0.cmp(&b.0));
 
     let mut tera = tera::Tera::default();
     tera.autoescape_on(Vec::new());
-    let prefix = format!("{set}/");
+    let prefix = format!("{dir_name}/");
     let mut names = Vec::new();
     for (path, text) in &sources {
         let name = path.strip_prefix(&prefix).unwrap_or(path);
         tera.add_raw_template(name, text)
-            .with_context(|| format!("template `{set}/{name}` does not parse"))?;
+            .with_context(|| format!("template `{dir_name}/{name}` does not parse"))?;
         names.push(name.to_owned());
     }
-
     names
         .iter()
         .filter_map(|name| name.strip_suffix(".tera").map(|out| (name, out)))
         .map(|(name, out)| {
-            let contents = tera
+            let text = tera
                 .render(name, context)
-                .with_context(|| format!("failed to render template `{set}/{name}`"))?;
-            Ok(PlannedFile {
-                path: PathBuf::from(out),
-                contents,
-                policy: policy(out),
-            })
+                .with_context(|| format!("failed to render template `{dir_name}/{name}`"))?;
+            Ok((out.to_owned(), text))
         })
         .collect()
+}
+
+/// Replaces every `{name}` of a template path with its value.
+fn fill(path: &str, values: &[(&str, &str)]) -> anyhow::Result<String> {
+    let mut out = path.to_owned();
+    for (name, value) in values {
+        out = out.replace(&format!("{{{name}}}"), value);
+    }
+    anyhow::ensure!(
+        !out.contains(['{', '}']),
+        "template path `{path}` has an unknown placeholder"
+    );
+    Ok(out)
 }
 
 fn collect(dir: &Dir<'static>, out: &mut Vec<(String, &'static str)>) {
@@ -114,7 +168,7 @@ mod tests {
     #[test]
     fn every_template_renders_with_a_full_context() {
         let context = crate::commands::init::sample_context();
-        let files = render_set("init", &context, |_| Policy::Owned).unwrap();
+        let files = render_set("init", &context, &[], |_| Policy::Owned).unwrap();
         assert!(
             files
                 .iter()
@@ -132,7 +186,20 @@ mod tests {
     }
 
     #[test]
+    fn placeholders_in_paths_are_filled() {
+        assert_eq!(
+            fill(
+                "api/src/{group}/{version}/{kind}.rs",
+                &[("group", "appotp"), ("version", "v1"), ("kind", "app_otp")]
+            )
+            .unwrap(),
+            "api/src/appotp/v1/app_otp.rs"
+        );
+        assert!(fill("api/src/{nope}.rs", &[("group", "appotp")]).is_err());
+    }
+
+    #[test]
     fn an_unknown_set_is_an_error() {
-        assert!(render_set("nope", &tera::Context::new(), |_| Policy::Owned).is_err());
+        assert!(render_set("nope", &tera::Context::new(), &[], |_| Policy::Owned).is_err());
     }
 }

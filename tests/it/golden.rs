@@ -9,40 +9,58 @@ use std::path::{Path, PathBuf};
 use crate::support::{Workspace, snapshot, stderr};
 
 /// One golden project: the directory it is generated in (which names the project) and the
-/// rsbuilder commands that make it, in order.
+/// rsbuilder commands that make it, in order, as a shell would split them (single quotes group).
 struct Scenario {
     name: &'static str,
     directory: &'static str,
-    commands: &'static [&'static [&'static str]],
+    commands: &'static [&'static str],
 }
 
 const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "project-v1",
         directory: "otp-operator",
-        commands: &[&[
-            "init",
-            "--domain",
-            "learn.com",
-            "--owner",
-            "The otp-operator Authors",
-        ]],
+        commands: &[
+            "init --domain learn.com --owner 'The otp-operator Authors'",
+            "create api --group appotp --version v1 --kind AppOTP",
+            "create api --group appotp --version v1 --kind Policy",
+            // A second version of a kind: the CRD holds both, v1 stays the storage version.
+            "create api --group appotp --version v2 --kind AppOTP --controller=false",
+            // A second group, a cluster-scoped kind, named like something the controller imports.
+            "create api --group fleet --version v1beta1 --kind Client --namespaced=false",
+            // A kind whose module name is a Rust keyword: its types first, its controller later.
+            "create api --group fleet --version v1 --kind Loop --resource=true --controller=false",
+            "create api --group fleet --version v1 --kind Loop --resource=false --controller=true",
+            "create api --group fleet --version v1 --kind Person --plural persons --controller=false",
+            // Scaffolding a kind again rewrites its own files and duplicates no insertion.
+            "create api --group appotp --version v1 --kind AppOTP --force",
+        ],
     },
     Scenario {
         name: "project-namespaced",
         directory: "ns-operator",
-        commands: &[&[
-            "init",
-            "--domain",
-            "example.org",
-            "--namespaced",
-            "--license",
-            "none",
-            "--repo",
-            "https://github.com/example/ns-operator",
-        ]],
+        commands: &[
+            "init --domain example.org --namespaced --license none --repo https://github.com/example/ns-operator",
+            "create api --group ship --version v1 --kind Captain",
+        ],
     },
 ];
+
+/// Splits a command line on spaces, keeping single-quoted text together.
+fn split(command: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quoted = false;
+    for c in command.chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            ' ' if !quoted => words.extend((!word.is_empty()).then(|| std::mem::take(&mut word))),
+            c => word.push(c),
+        }
+    }
+    words.extend((!word.is_empty()).then_some(word));
+    words
+}
 
 fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata")
@@ -55,13 +73,15 @@ fn golden_projects_are_up_to_date() {
     for scenario in SCENARIOS {
         let ws = Workspace::new(scenario.directory);
         for command in scenario.commands {
-            let assert = ws.run(command);
+            let args = split(command);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let assert = ws.run(&args);
             let output = assert.get_output();
             assert!(
                 output.status.success(),
                 "{}: `rsbuilder {}` failed:\n{}",
                 scenario.name,
-                command.join(" "),
+                command,
                 stderr(&assert)
             );
         }

@@ -39,7 +39,7 @@ fn init_writes_the_project_and_says_what_it_did() {
             "missing {line:?} in:\n{err}"
         );
     }
-    assert!(err.lines().last().unwrap().contains("make help"), "{err}");
+    assert!(err.contains("Next, define a resource with:\n  rsbuilder create api --group <group> --version v1 --kind <Kind>\n"), "{err}");
     let last_file = err.lines().rfind(|l| l.starts_with("created "));
     assert_eq!(
         last_file,

@@ -1,6 +1,7 @@
 //! Integration tests: the real `rsbuilder` binary, run in temporary directories.
 
 mod cli;
+mod create_api;
 mod golden;
 mod init;
 mod support;

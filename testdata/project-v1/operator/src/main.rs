@@ -4,6 +4,8 @@ use clap::Parser;
 use otp_operator::cli::Args;
 use otp_operator::manager::{Manager, Registration};
 use otp_operator::telemetry;
+
+use otp_operator::controllers;
 // +rsbuilder:scaffold:imports
 
 #[tokio::main]
@@ -12,6 +14,10 @@ async fn main() -> anyhow::Result<()> {
     telemetry::init(args.log_format, &args.log_level)?;
 
     let controllers: Vec<Registration> = vec![
+        controllers::appotp::app_otp::registration(),
+        controllers::appotp::policy::registration(),
+        controllers::fleet::client::registration(),
+        controllers::fleet::r#loop::registration(),
         // +rsbuilder:scaffold:controllers
     ];
     Manager::new(args).await?.run(controllers).await

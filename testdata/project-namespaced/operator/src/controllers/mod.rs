@@ -3,4 +3,5 @@
 //! `rsbuilder create api` adds a module here for each kind and registers its `run` function in
 //! `main.rs`.
 
+pub mod ship;
 // +rsbuilder:scaffold:modules

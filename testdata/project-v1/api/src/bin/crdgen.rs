@@ -3,18 +3,24 @@
 //! `rsbuilder generate` (and `make manifests`) run this and write each CRD to
 //! `config/crd/bases/<group>_<plural>.yaml`.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-// +rsbuilder:scaffold:imports
+use std::process::ExitCode;
 
-fn crds() -> Vec<CustomResourceDefinition> {
-    vec![
-        // +rsbuilder:scaffold:crds
-    ]
-}
-
-fn main() -> Result<(), serde_yaml::Error> {
-    for crd in crds() {
-        print!("---\n{}", serde_yaml::to_string(&crd)?);
+fn main() -> ExitCode {
+    let crds = match otp_operator_api::crds() {
+        Ok(crds) => crds,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for crd in crds {
+        match serde_yaml::to_string(&crd) {
+            Ok(yaml) => print!("---\n{yaml}"),
+            Err(error) => {
+                eprintln!("error: cannot print a CRD as YAML: {error}");
+                return ExitCode::FAILURE;
+            }
+        }
     }
-    Ok(())
+    ExitCode::SUCCESS
 }

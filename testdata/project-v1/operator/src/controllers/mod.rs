@@ -3,4 +3,7 @@
 //! `rsbuilder create api` adds a module here for each kind and registers its `run` function in
 //! `main.rs`.
 
+pub mod appotp;
+
+pub mod fleet;
 // +rsbuilder:scaffold:modules

@@ -1,0 +1,655 @@
+//! Validation of user-given names, and every name derived from them.
+//!
+//! Templates never compute names: they receive what this module derives.
+
+pub mod plural;
+
+use heck::ToSnakeCase;
+use serde::Serialize;
+
+use crate::ui::UserError;
+
+/// Rust keywords (strict, reserved and edition 2018+ ones), which cannot name a crate.
+const RUST_KEYWORDS: &[&str] = &[
+    "abstract", "as", "async", "await", "become", "box", "break", "const", "continue", "crate",
+    "do", "dyn", "else", "enum", "extern", "false", "final", "fn", "for", "gen", "if", "impl",
+    "in", "let", "loop", "macro", "match", "mod", "move", "mut", "override", "priv", "pub", "ref",
+    "return", "self", "Self", "static", "struct", "super", "trait", "true", "try", "type",
+    "typeof", "unsafe", "unsized", "use", "virtual", "where", "while", "yield",
+];
+
+/// Keywords that cannot even be raw identifiers; a module named so gets a `_` suffix.
+const NOT_RAW: &[&str] = &["crate", "self", "super", "Self", "_"];
+
+/// Names of Rust's prelude that a kind must not shadow: the derived code of a kind's module
+/// uses them unqualified.
+const PRELUDE: &[&str] = &[
+    "AsMut",
+    "AsRef",
+    "Box",
+    "Clone",
+    "Copy",
+    "Default",
+    "DoubleEndedIterator",
+    "Drop",
+    "Eq",
+    "Err",
+    "ExactSizeIterator",
+    "Extend",
+    "Fn",
+    "FnMut",
+    "FnOnce",
+    "From",
+    "FromIterator",
+    "Into",
+    "IntoIterator",
+    "Iterator",
+    "None",
+    "Ok",
+    "Option",
+    "Ord",
+    "PartialEq",
+    "PartialOrd",
+    "Result",
+    "Send",
+    "Sized",
+    "Some",
+    "String",
+    "Sync",
+    "ToOwned",
+    "ToString",
+    "TryFrom",
+    "TryInto",
+    "Unpin",
+    "Vec",
+];
+
+/// Names the generated controller and its tests import; a kind called so is imported under
+/// an alias there (`ClientKind`).
+const CONTROLLER_SCOPE: &[&str] = &[
+    "Action",
+    "Api",
+    "Arc",
+    "Body",
+    "Client",
+    "Context",
+    "Controller",
+    "ControllerContext",
+    "Duration",
+    "Error",
+    "Event",
+    "EventType",
+    "HashMap",
+    "ListParams",
+    "Method",
+    "Metrics",
+    "Mutex",
+    "ObjectRef",
+    "Patch",
+    "PatchParams",
+    "PoisonError",
+    "Recorder",
+    "Reporter",
+    "Request",
+    "Resource",
+    "ResourceExt",
+    "Response",
+    "StreamExt",
+    "Value",
+];
+
+/// Names cargo refuses for a package: the standard library's crates and its own directories.
+const CARGO_RESERVED: &[&str] = &[
+    "alloc",
+    "core",
+    "proc_macro",
+    "std",
+    "test",
+    "build",
+    "deps",
+    "examples",
+    "incremental",
+];
+
+/// Whether `value` is a DNS-1123 label: lowercase alphanumerics and `-`, starting and ending
+/// with an alphanumeric, at most 63 characters.
+pub fn is_dns1123_label(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes[0] != b'-'
+        && bytes[bytes.len() - 1] != b'-'
+}
+
+/// Whether `value` is a DNS-1123 subdomain: dot-separated DNS-1123 labels, at most 253 characters.
+pub fn is_dns1123_subdomain(value: &str) -> bool {
+    value.len() <= 253 && value.split('.').all(is_dns1123_label)
+}
+
+/// Checks `--domain`.
+pub fn validate_domain(domain: &str) -> Result<(), UserError> {
+    if is_dns1123_subdomain(domain) {
+        return Ok(());
+    }
+    let suggestion = sanitize_subdomain(domain);
+    let error = UserError::new(format!(
+        "invalid domain `{domain}`: must be a lowercase RFC 1123 subdomain (lowercase letters, digits, `-` and `.`, at most 253 characters)"
+    ));
+    Err(match suggestion {
+        Some(fixed) => error.help(format!("pass `--domain {fixed}`")),
+        None => error.help("pass a domain you own, such as `--domain example.com`"),
+    })
+}
+
+/// Checks a project name: a DNS-1123 label (it names Kubernetes objects) that starts with a
+/// letter and is not reserved (it names the Rust crates).
+pub fn validate_project_name(name: &str, from_directory: bool) -> Result<(), UserError> {
+    let origin = if from_directory {
+        "project name (from the directory name)"
+    } else {
+        "project name"
+    };
+    let problem = if !is_dns1123_label(name) {
+        Some(
+            "must be a lowercase RFC 1123 label (lowercase letters, digits and `-`, at most 63 characters, starting and ending with a letter or digit)",
+        )
+    } else if !name.as_bytes()[0].is_ascii_lowercase() {
+        Some("must start with a letter, because it names the project's Rust crates")
+    } else if RUST_KEYWORDS.contains(&crate_ident(name).as_str())
+        || CARGO_RESERVED.contains(&crate_ident(name).as_str())
+    {
+        Some("is reserved by Rust or cargo and cannot name a crate")
+    } else {
+        None
+    };
+    let Some(problem) = problem else {
+        return Ok(());
+    };
+    let error = UserError::new(format!("invalid {origin} `{name}`: {problem}"));
+    Err(match sanitize_label(name) {
+        Some(fixed) if fixed != name => error.help(format!("pass `--project-name {fixed}`")),
+        _ => error.help("pass `--project-name my-operator`"),
+    })
+}
+
+/// Checks free text that goes into TOML and YAML strings (`--repo`, `--owner`): not blank, and
+/// without quotes, backslashes or control characters.
+pub fn validate_text(flag: &str, value: &str, example: &str) -> Result<(), UserError> {
+    if !value.trim().is_empty()
+        && !value.contains(|c: char| c == '"' || c == '\\' || c.is_control())
+    {
+        return Ok(());
+    }
+    Err(UserError::new(format!(
+        "invalid --{flag} `{value}`: must not be blank, nor hold quotes, backslashes or control characters"
+    ))
+    .help(format!("pass `--{flag} {example}`")))
+}
+
+/// A valid project name close to `name`, if one can be made.
+fn sanitize_label(name: &str) -> Option<String> {
+    let mut out = String::new();
+    for c in name.chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            out.push(c);
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    let out = out
+        .trim_start_matches(|c: char| c.is_ascii_digit())
+        .trim_matches('-');
+    let out: String = out.chars().take(63).collect();
+    let out = out.trim_end_matches('-').to_owned();
+    let valid = !out.is_empty()
+        && !RUST_KEYWORDS.contains(&crate_ident(&out).as_str())
+        && !CARGO_RESERVED.contains(&crate_ident(&out).as_str());
+    valid.then_some(out)
+}
+
+fn sanitize_subdomain(domain: &str) -> Option<String> {
+    let labels: Option<Vec<String>> = domain
+        .split('.')
+        .filter(|label| !label.is_empty())
+        .map(|label| {
+            let lowered: String = label
+                .to_ascii_lowercase()
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect();
+            let trimmed = lowered.trim_matches('-').to_owned();
+            is_dns1123_label(&trimmed).then_some(trimmed)
+        })
+        .collect();
+    let fixed = labels?.join(".");
+    is_dns1123_subdomain(&fixed).then_some(fixed)
+}
+
+/// The project name `init` takes when `--project-name` is not given: the directory's name,
+/// lowercased.
+pub fn default_project_name(dir: &std::path::Path) -> Option<String> {
+    dir.file_name()
+        .and_then(|name| name.to_str())
+        .map(str::to_lowercase)
+}
+
+/// The Rust identifier of a crate named `name` (`otp-operator` → `otp_operator`).
+pub fn crate_ident(name: &str) -> String {
+    name.to_snake_case()
+}
+
+/// The name of the leader election Lease: as kubebuilder's, the FNV-1a hash of the project
+/// followed by the domain (`2b6a4b1e.learn.com`). The same inputs always give the same name.
+pub fn leader_election_id(project: &str, domain: &str) -> String {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in project.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    format!("{hash:08x}.{domain}")
+}
+
+/// Checks `--group`: `<group>.<domain>` must be a DNS-1123 subdomain; empty means the domain.
+pub fn validate_group(group: &str, domain: &str) -> Result<(), UserError> {
+    if group.is_empty() || is_dns1123_subdomain(&format!("{group}.{domain}")) {
+        return Ok(());
+    }
+    let error = UserError::new(format!(
+        "invalid group `{group}`: `{group}.{domain}` must be a lowercase RFC 1123 subdomain (lowercase letters, digits, `-` and `.`)"
+    ));
+    Err(match sanitize_subdomain(group) {
+        Some(fixed) if is_dns1123_subdomain(&format!("{fixed}.{domain}")) => {
+            error.help(format!("pass `--group {fixed}`"))
+        }
+        _ => error.help("pass a lowercase group such as `--group apps`"),
+    })
+}
+
+/// Checks `--version`: `v1`, `v1beta1`, `v2alpha1`, the forms Kubernetes orders.
+pub fn validate_version(version: &str) -> Result<(), UserError> {
+    let rest = version.strip_prefix('v').unwrap_or("");
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let (major, tail) = rest.split_at(digits);
+    let tail_ok = tail.is_empty()
+        || ["alpha", "beta"].iter().any(|stage| {
+            tail.strip_prefix(stage).is_some_and(|n| {
+                !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && !n.starts_with('0')
+            })
+        });
+    if !major.is_empty() && !major.starts_with('0') && tail_ok {
+        return Ok(());
+    }
+    let lowered = version.to_lowercase();
+    let suggestion = if lowered != version && validate_version(&lowered).is_ok() {
+        lowered
+    } else if !version.is_empty() && version.bytes().all(|b| b.is_ascii_digit()) {
+        format!("v{version}")
+    } else {
+        "v1".to_owned()
+    };
+    Err(UserError::new(format!(
+        "invalid version `{version}`: must look like `v1`, `v1beta1` or `v2alpha1`"
+    ))
+    .help(format!("pass `--version {suggestion}`")))
+}
+
+/// Checks `--kind`: PascalCase, at most 63 characters, and usable as a Rust type name.
+pub fn validate_kind(kind: &str) -> Result<(), UserError> {
+    let pascal = kind.starts_with(|c: char| c.is_ascii_uppercase())
+        && kind.chars().all(|c| c.is_ascii_alphanumeric());
+    let problem = if !pascal {
+        Some("must be PascalCase: an uppercase letter, then letters and digits".to_owned())
+    } else if kind.len() > 63 {
+        Some("must be at most 63 characters".to_owned())
+    } else if kind == "Self" {
+        Some("is a Rust keyword".to_owned())
+    } else if PRELUDE.contains(&kind) {
+        Some(format!(
+            "would shadow `{kind}` from Rust's prelude in the generated code"
+        ))
+    } else {
+        None
+    };
+    let Some(problem) = problem else {
+        return Ok(());
+    };
+    let error = UserError::new(format!("invalid kind `{kind}`: {problem}"));
+    let fixed = heck::ToUpperCamelCase::to_upper_camel_case(kind);
+    Err(if fixed != kind && validate_kind(&fixed).is_ok() {
+        error.help(format!("pass `--kind {fixed}`"))
+    } else {
+        error.help("pass a PascalCase kind such as `--kind AppOTP`")
+    })
+}
+
+/// Checks `--plural`: a DNS-1035 label (it names the resource in URLs and RBAC rules).
+pub fn validate_plural(plural: &str) -> Result<(), UserError> {
+    if is_dns1123_label(plural) && plural.starts_with(|c: char| c.is_ascii_lowercase()) {
+        return Ok(());
+    }
+    Err(UserError::new(format!(
+        "invalid plural `{plural}`: must be a lowercase RFC 1035 label (lowercase letters, digits and `-`, starting with a letter, at most 63 characters)"
+    ))
+    .help(format!("pass `--plural {}`", plural.to_lowercase().replace(['_', '.'], "-"))))
+}
+
+/// A Rust module name for `name` (already snake_case): raw when it is a keyword that can be one,
+/// with a `_` suffix when it cannot, with a `g` prefix when it starts with a digit. Returns the
+/// identifier and the file or folder name it lives in.
+fn module(name: &str) -> (String, String) {
+    if NOT_RAW.contains(&name) {
+        let suffixed = format!("{name}_");
+        return (suffixed.clone(), suffixed);
+    }
+    if RUST_KEYWORDS.contains(&name) {
+        return (format!("r#{name}"), name.to_owned());
+    }
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        let prefixed = format!("g{name}");
+        return (prefixed.clone(), prefixed);
+    }
+    (name.to_owned(), name.to_owned())
+}
+
+/// Every name derived from one group, version and kind. Templates receive these and compute
+/// none of their own.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ResourceNames {
+    /// The group as given (`appotp`); empty for the domain's own group.
+    pub group: String,
+    /// `appotp.learn.com`.
+    pub qualified_group: String,
+    /// The group as a Rust module (`appotp`, `r#type`, `super_`).
+    pub group_module: String,
+    /// The folder of the group's modules (`appotp`).
+    pub group_dir: String,
+    /// `v1`.
+    pub version: String,
+    /// `AppOTP`.
+    pub kind: String,
+    /// `appotp`: the singular resource name.
+    pub kind_lower: String,
+    /// The kind's module (`app_otp`, `r#loop`).
+    pub kind_module: String,
+    /// The file stem of the kind's modules (`app_otp`).
+    pub kind_file: String,
+    /// The name the controller and its tests use for the kind: the kind, or an alias
+    /// (`ClientKind`) when the kind clashes with something they import.
+    pub kind_type: String,
+    /// `appotps`.
+    pub plural: String,
+    /// Whether `plural` differs from what `plural::plural` computes.
+    pub plural_overridden: bool,
+    /// The CRD's short name (`aotp`).
+    pub short_name: String,
+    /// `appotps.appotp.learn.com`.
+    pub crd_name: String,
+    /// The controller's name (`appotp-appotp`): metrics label, field manager.
+    pub controller_name: String,
+    /// Prefix of the kind's object names in config/ (`appotp-appotp`).
+    pub object_prefix: String,
+    /// Prefix of the kind's file names in config/ (`appotp_app_otp`).
+    pub file_prefix: String,
+}
+
+impl ResourceNames {
+    /// Derives every name; the inputs must have passed validation.
+    pub fn new(group: &str, version: &str, kind: &str, plural: Option<&str>, domain: &str) -> Self {
+        let qualified_group = if group.is_empty() {
+            domain.to_owned()
+        } else {
+            format!("{group}.{domain}")
+        };
+        let group_label = if group.is_empty() { domain } else { group };
+        let (group_module, group_dir) = module(&group_label.replace(['.', '-'], "_"));
+        let (kind_module, kind_file) = module(&kind.to_snake_case());
+        let computed = plural::plural(kind);
+        let plural = plural.map_or_else(|| computed.clone(), str::to_owned);
+        let kind_lower = kind.to_lowercase();
+        let initials: String = kind
+            .chars()
+            .filter(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+            .collect::<String>()
+            .to_lowercase();
+        let short_name =
+            if initials.len() >= 2 && initials.starts_with(|c: char| c.is_ascii_lowercase()) {
+                initials
+            } else {
+                kind_lower.clone()
+            };
+        let kind_type = if CONTROLLER_SCOPE.contains(&kind) {
+            format!("{kind}Kind")
+        } else {
+            kind.to_owned()
+        };
+        Self {
+            group: group.to_owned(),
+            group_module,
+            version: version.to_owned(),
+            kind: kind.to_owned(),
+            kind_module,
+            kind_type,
+            plural_overridden: plural != computed,
+            crd_name: format!("{plural}.{qualified_group}"),
+            controller_name: format!("{group_label}-{kind_lower}"),
+            object_prefix: format!("{group_label}-{kind_lower}"),
+            file_prefix: format!("{group_dir}_{kind_file}"),
+            short_name,
+            kind_lower,
+            kind_file,
+            group_dir,
+            plural,
+            qualified_group,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_versions_kinds_plurals() {
+        for good in ["appotp", "apps", "foo-bar", "foo.policy", ""] {
+            assert!(validate_group(good, "learn.com").is_ok(), "{good:?}");
+        }
+        for (bad, help) in [
+            ("app_otp", "pass `--group app-otp`"),
+            ("AppOTP", "pass `--group appotp`"),
+        ] {
+            let error = validate_group(bad, "learn.com").unwrap_err();
+            assert!(
+                error
+                    .to_string()
+                    .starts_with(&format!("invalid group `{bad}`")),
+                "{error}"
+            );
+            assert_eq!(error.help_text(), Some(help));
+        }
+        for good in ["v1", "v2", "v1beta1", "v2alpha3", "v10"] {
+            assert!(validate_version(good).is_ok(), "{good}");
+        }
+        for (bad, fix) in [
+            ("1", "v1"),
+            ("V1", "v1"),
+            ("v1beta", "v1"),
+            ("v0", "v1"),
+            ("v1gamma1", "v1"),
+            ("", "v1"),
+            ("V1Beta1", "v1beta1"),
+        ] {
+            let error = validate_version(bad).unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                format!("invalid version `{bad}`: must look like `v1`, `v1beta1` or `v2alpha1`")
+            );
+            assert_eq!(
+                error.help_text(),
+                Some(format!("pass `--version {fix}`").as_str()),
+                "{bad}"
+            );
+        }
+        for good in ["AppOTP", "Loop", "Client", "Memcached", "V2"] {
+            assert!(validate_kind(good).is_ok(), "{good}");
+        }
+        for (bad, help) in [
+            ("appOTP", "pass `--kind AppOtp`"),
+            ("app_otp", "pass `--kind AppOtp`"),
+            ("Self", "pass a PascalCase kind such as `--kind AppOTP`"),
+            ("Option", "pass a PascalCase kind such as `--kind AppOTP`"),
+            ("App-OTP", "pass `--kind AppOtp`"),
+        ] {
+            let error = validate_kind(bad).unwrap_err();
+            assert!(
+                error
+                    .to_string()
+                    .starts_with(&format!("invalid kind `{bad}`")),
+                "{error}"
+            );
+            assert_eq!(error.help_text(), Some(help), "{bad}");
+        }
+        assert!(validate_kind(&format!("A{}", "b".repeat(63))).is_err());
+        assert!(validate_plural("appotps").is_ok());
+        assert!(validate_plural("app_otps").is_err());
+        assert!(validate_plural("9lives").is_err());
+    }
+
+    #[test]
+    fn resource_names_are_valid_rust() {
+        let names = ResourceNames::new("appotp", "v1", "AppOTP", None, "learn.com");
+        assert_eq!(
+            (
+                names.group_module.as_str(),
+                names.kind_module.as_str(),
+                names.kind_file.as_str()
+            ),
+            ("appotp", "app_otp", "app_otp")
+        );
+        assert_eq!(names.crd_name, "appotps.appotp.learn.com");
+        assert_eq!(names.short_name, "aotp");
+        assert_eq!(names.file_prefix, "appotp_app_otp");
+        assert!(!names.plural_overridden);
+
+        let names = ResourceNames::new("super", "v1", "Loop", Some("loopies"), "learn.com");
+        assert_eq!(
+            (names.group_module.as_str(), names.group_dir.as_str()),
+            ("super_", "super_")
+        );
+        assert_eq!(
+            (names.kind_module.as_str(), names.kind_file.as_str()),
+            ("r#loop", "loop")
+        );
+        assert!(names.plural_overridden);
+
+        let names = ResourceNames::new("type", "v1", "Client", None, "learn.com");
+        assert_eq!(
+            (names.group_module.as_str(), names.group_dir.as_str()),
+            ("r#type", "type")
+        );
+        assert_eq!(names.kind_type, "ClientKind");
+
+        let names = ResourceNames::new("", "v1", "Widget", None, "learn.com");
+        assert_eq!(names.qualified_group, "learn.com");
+        assert_eq!(names.group_module, "learn_com");
+        assert_eq!(names.short_name, "widget");
+    }
+
+    #[test]
+    fn domains() {
+        for good in [
+            "learn.com",
+            "my.domain",
+            "a",
+            "x-1.example.org",
+            "tutorial.kubebuilder.io",
+        ] {
+            assert!(validate_domain(good).is_ok(), "{good}");
+        }
+        for (bad, fix) in [
+            ("Learn.COM", Some("learn.com")),
+            ("learn_com.io", Some("learn-com.io")),
+            ("-learn.com", Some("learn.com")),
+            ("learn..com", Some("learn.com")),
+            ("", None),
+        ] {
+            let error = validate_domain(bad).unwrap_err();
+            assert!(error.to_string().contains(&format!("`{bad}`")), "{error}");
+            match fix {
+                Some(fix) => assert_eq!(
+                    error.help_text(),
+                    Some(format!("pass `--domain {fix}`").as_str())
+                ),
+                None => assert!(error.help_text().is_some()),
+            }
+        }
+        assert!(
+            validate_domain(&"a.".repeat(127)).is_err(),
+            "over 253 characters"
+        );
+    }
+
+    #[test]
+    fn project_names() {
+        for good in ["otp-operator", "memcached-operator", "a", "op2"] {
+            assert!(validate_project_name(good, false).is_ok(), "{good}");
+        }
+        for (bad, fix) in [
+            ("My_Operator", "my-operator"),
+            ("my.operator", "my-operator"),
+            ("1operator", "operator"),
+            ("-op", "op"),
+            ("test", "my-operator"),
+            ("fn", "my-operator"),
+            ("op-", "op"),
+        ] {
+            let error = validate_project_name(bad, false).unwrap_err();
+            assert!(
+                error
+                    .to_string()
+                    .starts_with(&format!("invalid project name `{bad}`")),
+                "{error}"
+            );
+            assert_eq!(
+                error.help_text(),
+                Some(format!("pass `--project-name {fix}`").as_str()),
+                "{bad}"
+            );
+        }
+        assert!(validate_project_name(&"a".repeat(64), false).is_err());
+        let error = validate_project_name("My_Operator", true).unwrap_err();
+        assert!(
+            error.to_string().contains("from the directory name"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn free_text() {
+        assert!(validate_text("owner", "The otp-operator Authors", "x").is_ok());
+        for bad in ["", "  ", "say \"hi\"", "a\\b", "two\nlines"] {
+            let error = validate_text("owner", bad, "x").unwrap_err();
+            assert!(error.to_string().starts_with("invalid --owner"), "{error}");
+        }
+    }
+
+    #[test]
+    fn derived_names() {
+        assert_eq!(crate_ident("otp-operator"), "otp_operator");
+        assert_eq!(
+            leader_election_id("otp-operator", "learn.com"),
+            leader_election_id("otp-operator", "learn.com")
+        );
+        let id = leader_election_id("otp-operator", "learn.com");
+        assert!(
+            id.ends_with(".learn.com") && id.len() == 8 + ".learn.com".len(),
+            "{id}"
+        );
+        assert_ne!(id, leader_election_id("other", "learn.com"));
+        // FNV-1a of the empty string is its offset basis.
+        assert_eq!(leader_election_id("", "d"), "811c9dc5.d");
+    }
+}

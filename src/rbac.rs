@@ -1,0 +1,372 @@
+//! RBAC from markers: `// +rsbuilder:rbac:groups=apps,resources=deployments,verbs=get;list`
+//! lines in the operator's sources become `config/rbac/role.yaml`, merged and sorted as
+//! controller-gen does: one rule per API group and verb set, resources together.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::ui::UserError;
+
+/// Where the manager's role is written.
+pub const ROLE_FILE: &str = "config/rbac/role.yaml";
+
+/// The marker prefix.
+const PREFIX: &str = "// +rsbuilder:rbac:";
+
+/// Verbs Kubernetes authorizes on resources, and the HTTP verbs of non-resource URLs.
+const VERBS: &[&str] = &[
+    "*",
+    "approve",
+    "attest",
+    "bind",
+    "create",
+    "delete",
+    "deletecollection",
+    "escalate",
+    "get",
+    "head",
+    "impersonate",
+    "list",
+    "options",
+    "patch",
+    "post",
+    "put",
+    "sign",
+    "update",
+    "use",
+    "watch",
+];
+
+/// One RBAC marker.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Marker {
+    groups: Vec<String>,
+    resources: Vec<String>,
+    resource_names: Vec<String>,
+    verbs: Vec<String>,
+    urls: Vec<String>,
+    namespace: Option<String>,
+}
+
+/// Every RBAC marker of `content`, the text of `path`. A malformed one is an error naming the
+/// file and line.
+pub fn markers(path: &Path, content: &str) -> Result<Vec<Marker>, UserError> {
+    let mut found = Vec::new();
+    for (index, line) in content.lines().enumerate() {
+        let Some(body) = line.trim().strip_prefix(PREFIX) else {
+            continue;
+        };
+        let at = format!("{}:{}", path.display(), index + 1);
+        found.push(parse(body.trim()).map_err(|problem| {
+            UserError::new(format!("invalid RBAC marker at {at}: {problem}")).help(
+                "write it as `// +rsbuilder:rbac:groups=<group>,resources=<plural>,verbs=get;list;watch` \
+                 (keys: groups, resources, resourceNames, verbs, urls, namespace)",
+            )
+        })?);
+    }
+    Ok(found)
+}
+
+fn parse(body: &str) -> Result<Marker, String> {
+    let mut marker = Marker::default();
+    let mut seen = BTreeSet::new();
+    for pair in body.split(',') {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("`{pair}` is not `key=value`"))?;
+        if !seen.insert(key) {
+            return Err(format!("`{key}` is given twice"));
+        }
+        let list = || -> Vec<String> {
+            value
+                .split(';')
+                .map(|item| item.trim().trim_matches('"').to_owned())
+                .collect()
+        };
+        match key {
+            "groups" => {
+                marker.groups = list()
+                    .into_iter()
+                    .map(|group| {
+                        if group == "core" {
+                            String::new()
+                        } else {
+                            group
+                        }
+                    })
+                    .collect();
+            }
+            "resources" => marker.resources = list(),
+            "resourceNames" => marker.resource_names = list(),
+            "verbs" => marker.verbs = list(),
+            "urls" => marker.urls = list(),
+            "namespace" => marker.namespace = Some(value.to_owned()),
+            other => {
+                return Err(format!(
+                    "unknown key `{other}` (known: groups, resources, resourceNames, verbs, urls, namespace)"
+                ));
+            }
+        }
+    }
+    if marker.verbs.is_empty() || marker.verbs.iter().any(String::is_empty) {
+        return Err("`verbs` is missing or empty".into());
+    }
+    if let Some(verb) = marker
+        .verbs
+        .iter()
+        .find(|verb| !VERBS.contains(&verb.as_str()))
+    {
+        return Err(format!("unknown verb `{verb}`"));
+    }
+    let has_resources = !marker.resources.is_empty();
+    if has_resources != marker.urls.is_empty() {
+        return Err("give either `groups` and `resources`, or `urls`".into());
+    }
+    if has_resources && marker.groups.is_empty() {
+        return Err("`resources` needs `groups` (`groups=core` for the core API)".into());
+    }
+    if marker
+        .resources
+        .iter()
+        .chain(&marker.urls)
+        .any(String::is_empty)
+    {
+        return Err("an empty resource or URL".into());
+    }
+    Ok(marker)
+}
+
+/// A merged rule.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Rule {
+    group: Option<String>,
+    resources: BTreeSet<String>,
+    resource_names: BTreeSet<String>,
+    urls: BTreeSet<String>,
+    verbs: BTreeSet<String>,
+}
+
+/// `config/rbac/role.yaml` for `markers`: a ClusterRole `manager-role` for markers without a
+/// namespace (a Role in the manager's namespace when the project is namespaced), and a Role per
+/// namespace that markers name.
+pub fn role_yaml(markers: &[Marker], namespaced_project: bool) -> String {
+    let default_namespace = namespaced_project.then(|| "system".to_owned());
+    let mut by_namespace: BTreeMap<Option<String>, Vec<&Marker>> = BTreeMap::new();
+    for marker in markers {
+        let namespace = marker
+            .namespace
+            .clone()
+            .or_else(|| default_namespace.clone());
+        by_namespace.entry(namespace).or_default().push(marker);
+    }
+    if by_namespace.is_empty() {
+        by_namespace.insert(default_namespace, Vec::new());
+    }
+    let mut out = String::new();
+    for (namespace, markers) in by_namespace {
+        out.push_str("---\napiVersion: rbac.authorization.k8s.io/v1\n");
+        match &namespace {
+            None => out.push_str("kind: ClusterRole\nmetadata:\n  name: manager-role\n"),
+            Some(namespace) => {
+                let _ = write!(
+                    out,
+                    "kind: Role\nmetadata:\n  name: manager-role\n  namespace: {namespace}\n"
+                );
+            }
+        }
+        let rules = merge(&markers);
+        if rules.is_empty() {
+            out.push_str("rules: []\n");
+            continue;
+        }
+        out.push_str("rules:\n");
+        for rule in rules {
+            let mut first = true;
+            let mut list =
+                |out: &mut String, key: &str, items: &mut dyn Iterator<Item = &String>| {
+                    out.push_str(if first { "- " } else { "  " });
+                    first = false;
+                    let _ = writeln!(out, "{key}:");
+                    for item in items {
+                        let _ = writeln!(out, "  - {}", quote(item));
+                    }
+                };
+            if let Some(group) = &rule.group {
+                list(&mut out, "apiGroups", &mut std::iter::once(group));
+            }
+            if !rule.urls.is_empty() {
+                list(&mut out, "nonResourceURLs", &mut rule.urls.iter());
+            }
+            if !rule.resource_names.is_empty() {
+                list(&mut out, "resourceNames", &mut rule.resource_names.iter());
+            }
+            if !rule.resources.is_empty() {
+                list(&mut out, "resources", &mut rule.resources.iter());
+            }
+            list(&mut out, "verbs", &mut rule.verbs.iter());
+        }
+    }
+    out
+}
+
+/// Verbs merge per group, resource and resource names; then resources with the same group,
+/// names and verbs share one rule.
+fn merge(markers: &[&Marker]) -> Vec<Rule> {
+    type Key = (String, String, BTreeSet<String>);
+    let mut verbs: BTreeMap<Key, BTreeSet<String>> = BTreeMap::new();
+    let mut url_verbs: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for marker in markers {
+        let names: BTreeSet<String> = marker.resource_names.iter().cloned().collect();
+        for group in &marker.groups {
+            for resource in &marker.resources {
+                verbs
+                    .entry((group.clone(), resource.clone(), names.clone()))
+                    .or_default()
+                    .extend(marker.verbs.iter().cloned());
+            }
+        }
+        for url in &marker.urls {
+            url_verbs
+                .entry(url.clone())
+                .or_default()
+                .extend(marker.verbs.iter().cloned());
+        }
+    }
+    let mut rules: BTreeMap<(String, BTreeSet<String>, BTreeSet<String>), BTreeSet<String>> =
+        BTreeMap::new();
+    for ((group, resource, names), verbs) in verbs {
+        rules
+            .entry((group, names, verbs))
+            .or_default()
+            .insert(resource);
+    }
+    let mut merged: Vec<Rule> = rules
+        .into_iter()
+        .map(|((group, resource_names, verbs), resources)| Rule {
+            group: Some(group),
+            resources,
+            resource_names,
+            urls: BTreeSet::new(),
+            verbs,
+        })
+        .collect();
+    merged.sort_by(|a, b| {
+        (&a.group, &a.resources, &a.resource_names).cmp(&(
+            &b.group,
+            &b.resources,
+            &b.resource_names,
+        ))
+    });
+    let mut by_verbs: BTreeMap<BTreeSet<String>, BTreeSet<String>> = BTreeMap::new();
+    for (url, verbs) in url_verbs {
+        by_verbs.entry(verbs).or_default().insert(url);
+    }
+    let mut url_rules: Vec<Rule> = by_verbs
+        .into_iter()
+        .map(|(verbs, urls)| Rule {
+            group: None,
+            resources: BTreeSet::new(),
+            resource_names: BTreeSet::new(),
+            urls,
+            verbs,
+        })
+        .collect();
+    url_rules.sort_by(|a, b| a.urls.cmp(&b.urls));
+    merged.extend(url_rules);
+    merged
+}
+
+fn quote(value: &str) -> String {
+    if value.is_empty() || value == "*" || value.contains([':', '#', ' ']) {
+        format!("\"{value}\"")
+    } else {
+        value.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(lines: &str) -> Vec<Marker> {
+        markers(Path::new("operator/src/x.rs"), lines).unwrap()
+    }
+
+    #[test]
+    fn markers_merge_like_controller_gen() {
+        let found = parse_all(
+            "// +rsbuilder:rbac:groups=appotp.learn.com,resources=appotps,verbs=get;list;watch;create;update;patch;delete\n\
+             // +rsbuilder:rbac:groups=appotp.learn.com,resources=appotps/status,verbs=get;update;patch\n\
+             // +rsbuilder:rbac:groups=appotp.learn.com,resources=appotps/finalizers,verbs=update\n\
+             // +rsbuilder:rbac:groups=appotp.learn.com,resources=widgets,verbs=get;list;watch;create;update;patch;delete\n\
+             // +rsbuilder:rbac:groups=appotp.learn.com,resources=widgets/finalizers,verbs=update\n\
+             // +rsbuilder:rbac:groups=core,resources=configmaps,verbs=get\n\
+             // +rsbuilder:rbac:groups=core,resources=configmaps,verbs=list;get\n\
+             // +rsbuilder:rbac:urls=/metrics,verbs=get\n",
+        );
+        assert_eq!(
+            role_yaml(&found, false),
+            "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: manager-role\nrules:\n\
+             - apiGroups:\n  - \"\"\n  resources:\n  - configmaps\n  verbs:\n  - get\n  - list\n\
+             - apiGroups:\n  - appotp.learn.com\n  resources:\n  - appotps\n  - widgets\n  verbs:\n  - create\n  - delete\n  - get\n  - list\n  - patch\n  - update\n  - watch\n\
+             - apiGroups:\n  - appotp.learn.com\n  resources:\n  - appotps/finalizers\n  - widgets/finalizers\n  verbs:\n  - update\n\
+             - apiGroups:\n  - appotp.learn.com\n  resources:\n  - appotps/status\n  verbs:\n  - get\n  - patch\n  - update\n\
+             - nonResourceURLs:\n  - /metrics\n  verbs:\n  - get\n"
+        );
+    }
+
+    #[test]
+    fn namespaces_get_roles() {
+        let found = parse_all(
+            "  // +rsbuilder:rbac:groups=apps,resources=deployments,verbs=get\n\
+             // +rsbuilder:rbac:groups=apps,resources=deployments,verbs=get,namespace=infra\n",
+        );
+        let yaml = role_yaml(&found, true);
+        assert!(
+            yaml.contains("kind: Role\nmetadata:\n  name: manager-role\n  namespace: infra\n"),
+            "{yaml}"
+        );
+        assert!(
+            yaml.contains("kind: Role\nmetadata:\n  name: manager-role\n  namespace: system\n"),
+            "{yaml}"
+        );
+        assert!(!yaml.contains("ClusterRole"), "{yaml}");
+        assert!(role_yaml(&found, false).contains("kind: ClusterRole"));
+        assert!(role_yaml(&[], false).ends_with("rules: []\n"));
+    }
+
+    #[test]
+    fn malformed_markers_name_file_and_line() {
+        for (line, problem) in [
+            (
+                "groups=apps,resources=deployments,verbs=get;fly",
+                "unknown verb `fly`",
+            ),
+            (
+                "groups=apps,resources=deployments,verb=get",
+                "unknown key `verb`",
+            ),
+            ("groups=apps,resources=deployments", "`verbs` is missing"),
+            (
+                "resources=deployments,verbs=get",
+                "`resources` needs `groups`",
+            ),
+            ("groups=apps,verbs=get", "give either"),
+            (
+                "groups=apps,resources=deployments,verbs=get,verbs=list",
+                "`verbs` is given twice",
+            ),
+            ("groups", "`groups` is not `key=value`"),
+        ] {
+            let text = format!("fn x() {{}}\n// +rsbuilder:rbac:{line}\n");
+            let error = markers(Path::new("operator/src/x.rs"), &text).unwrap_err();
+            let message = error.to_string();
+            assert!(
+                message.starts_with("invalid RBAC marker at operator/src/x.rs:2: "),
+                "{message}"
+            );
+            assert!(message.contains(problem), "{line}: {message}");
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! The `ship.example.org` API group.
+
+pub mod v1;
+// +rsbuilder:scaffold:versions

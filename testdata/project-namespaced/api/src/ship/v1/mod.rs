@@ -1,0 +1,5 @@
+//! Version `v1` of the `ship.example.org` API group.
+
+pub mod captain;
+pub use captain::Captain;
+// +rsbuilder:scaffold:kinds

@@ -1,0 +1,8 @@
+//! Version `v1` of the `appotp.learn.com` API group.
+
+pub mod app_otp;
+pub use app_otp::AppOTP;
+
+pub mod policy;
+pub use policy::Policy;
+// +rsbuilder:scaffold:kinds

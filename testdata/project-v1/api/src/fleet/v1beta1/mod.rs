@@ -1,0 +1,5 @@
+//! Version `v1beta1` of the `fleet.learn.com` API group.
+
+pub mod client;
+pub use client::Client;
+// +rsbuilder:scaffold:kinds

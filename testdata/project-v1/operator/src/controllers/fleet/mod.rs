@@ -1,0 +1,6 @@
+//! The controllers of the `fleet.learn.com` API group.
+
+pub mod client;
+
+pub mod r#loop;
+// +rsbuilder:scaffold:controllers

@@ -1,0 +1,424 @@
+//! `rsbuilder create api`: what it adds to a project, and how it refuses bad input without
+//! changing anything.
+
+use crate::support::{Workspace, stderr};
+
+fn project() -> Workspace {
+    let ws = Workspace::new("otp-operator");
+    ws.run(&["init", "--domain", "learn.com"]).success();
+    ws
+}
+
+fn create(ws: &Workspace, extra: &[&str]) -> assert_cmd::assert::Assert {
+    let mut args = vec!["create", "api"];
+    args.extend_from_slice(extra);
+    ws.run(&args)
+}
+
+/// Runs a failing `create api` and checks its message, exit code 1 and the untouched tree.
+fn refuses(ws: &Workspace, args: &[&str], error: &str, help: &str) {
+    let before = ws.snapshot();
+    let assert = create(ws, args).code(1);
+    let err = stderr(&assert);
+    assert!(
+        err.contains(&format!("error: {error}")),
+        "want `error: {error}` in:\n{err}"
+    );
+    assert!(
+        err.contains(&format!("help: {help}")),
+        "want `help: {help}` in:\n{err}"
+    );
+    assert_eq!(
+        ws.snapshot(),
+        before,
+        "the tree changed after `create api {}`",
+        args.join(" ")
+    );
+}
+
+const APPOTP: &[&str] = &["--group", "appotp", "--version", "v1", "--kind", "AppOTP"];
+
+#[test]
+fn a_kind_gets_types_a_controller_and_manifests() {
+    let ws = project();
+    let assert = create(&ws, APPOTP).success();
+    let err = stderr(&assert);
+    for line in [
+        "created api/src/appotp/v1/app_otp.rs",
+        "created config/crd/bases/appotp.learn.com_appotps.yaml",
+        "created config/samples/appotp_v1_app_otp.yaml",
+        "created config/rbac/appotp_app_otp_editor_role.yaml",
+        "created operator/src/controllers/appotp/app_otp.rs",
+        "created operator/tests/appotp_app_otp.rs",
+        "updated operator/src/main.rs",
+        "updated config/rbac/role.yaml",
+        "updated PROJECT",
+    ] {
+        assert!(
+            err.lines().any(|l| l == line),
+            "missing {line:?} in:\n{err}"
+        );
+    }
+    assert!(
+        ws.read("operator/src/main.rs")
+            .contains("        controllers::appotp::app_otp::registration(),\n")
+    );
+    assert!(
+        ws.read("api/src/lib.rs")
+            .contains("<appotp::v1::AppOTP as kube::CustomResourceExt>::crd(),")
+    );
+    assert!(
+        ws.read("config/default/kustomization.yaml")
+            .contains("\n- ../crd\n")
+    );
+    assert!(
+        ws.read("config/rbac/role.yaml")
+            .contains("  - appotps/finalizers\n")
+    );
+    let types = ws.read("api/src/appotp/v1/app_otp.rs");
+    assert!(types.contains("plural = \"appotps\","), "{types}");
+    assert!(types.contains("    namespaced,\n"), "{types}");
+    let project = ws.read("PROJECT");
+    assert!(
+        project.contains("resources:\n- api:\n    crdVersion: v1\n    namespaced: true\n  controller: true\n  domain: learn.com\n  group: appotp\n  kind: AppOTP\n  version: v1\n"),
+        "{project}"
+    );
+}
+
+#[test]
+fn without_a_terminal_nothing_is_asked_and_both_are_scaffolded() {
+    let ws = project();
+    // `support` runs rsbuilder with an empty, non-terminal stdin: a prompt would fail or hang.
+    create(
+        &ws,
+        &["--group", "ship", "--version", "v1", "--kind", "Captain"],
+    )
+    .success();
+    assert!(ws.read("PROJECT").contains("  controller: true\n"));
+    assert!(ws.root().join("api/src/ship/v1/captain.rs").exists());
+}
+
+#[test]
+fn scaffolding_again_with_force_duplicates_nothing() {
+    let ws = project();
+    create(&ws, APPOTP).success();
+    let first = ws.snapshot();
+    let mut forced = APPOTP.to_vec();
+    forced.push("--force");
+    create(&ws, &forced).success();
+    assert_eq!(ws.snapshot(), first);
+
+    ws.write("api/src/appotp/v1/app_otp.rs", "// edited\n");
+    let err = stderr(&create(&ws, &forced).success());
+    assert!(
+        err.contains("overwrote api/src/appotp/v1/app_otp.rs\n"),
+        "{err}"
+    );
+    assert_eq!(ws.snapshot(), first);
+}
+
+#[test]
+fn a_second_version_joins_the_kinds_crd() {
+    let ws = project();
+    create(&ws, APPOTP).success();
+    create(
+        &ws,
+        &[
+            "--group",
+            "appotp",
+            "--version",
+            "v2",
+            "--kind",
+            "AppOTP",
+            "--controller=false",
+        ],
+    )
+    .success();
+    let crd = ws.read("config/crd/bases/appotp.learn.com_appotps.yaml");
+    assert_eq!(crd.matches("\n    storage: true\n").count(), 1, "{crd}");
+    assert_eq!(crd.matches("\n    storage: false\n").count(), 1, "{crd}");
+    assert!(
+        crd.find("    name: v1\n") < crd.find("    name: v2\n"),
+        "{crd}"
+    );
+    assert!(
+        ws.read("api/src/appotp/v2/app_otp.rs")
+            .contains("    storage = false,\n")
+    );
+    assert_eq!(
+        ws.read("config/crd/kustomization.yaml")
+            .matches("appotps.yaml")
+            .count(),
+        1
+    );
+
+    // Its controller exists already, so it is not scaffolded unless asked.
+    create(
+        &ws,
+        &["--group", "appotp", "--version", "v3", "--kind", "AppOTP"],
+    )
+    .success();
+    assert!(!ws.read("PROJECT").contains(
+        "  controller: true\n  domain: learn.com\n  group: appotp\n  kind: AppOTP\n  version: v3\n"
+    ));
+    refuses(
+        &ws,
+        &[
+            "--group",
+            "appotp",
+            "--version",
+            "v4",
+            "--kind",
+            "AppOTP",
+            "--namespaced=false",
+        ],
+        "appotp.learn.com/v4, Kind=AppOTP would be cluster-scoped, but version v1 of it is namespaced",
+        "pass `--namespaced=true`",
+    );
+}
+
+#[test]
+fn a_controller_can_come_after_its_types() {
+    let ws = project();
+    create(
+        &ws,
+        &[
+            "--group",
+            "fleet",
+            "--version",
+            "v1",
+            "--kind",
+            "Loop",
+            "--controller=false",
+        ],
+    )
+    .success();
+    assert!(!ws.root().join("operator/src/controllers/fleet").exists());
+    create(
+        &ws,
+        &[
+            "--group",
+            "fleet",
+            "--version",
+            "v1",
+            "--kind",
+            "Loop",
+            "--resource=false",
+            "--controller",
+        ],
+    )
+    .success();
+    let module = ws.read("operator/src/controllers/fleet/mod.rs");
+    assert!(module.contains("pub mod r#loop;"), "{module}");
+    assert!(
+        ws.read("operator/src/main.rs")
+            .contains("controllers::fleet::r#loop::registration(),")
+    );
+}
+
+#[test]
+fn bad_names_are_refused() {
+    let ws = project();
+    for (args, error, help) in [
+        (
+            &["--group", "appotp", "--version", "v1", "--kind", "appOTP"][..],
+            "invalid kind `appOTP`: must be PascalCase",
+            "pass `--kind AppOtp`",
+        ),
+        (
+            &["--group", "appotp", "--version", "v1", "--kind", "app_otp"],
+            "invalid kind `app_otp`: must be PascalCase",
+            "pass `--kind AppOtp`",
+        ),
+        (
+            &["--group", "appotp", "--version", "v1", "--kind", "Vec"],
+            "invalid kind `Vec`: would shadow `Vec`",
+            "pass a PascalCase kind",
+        ),
+        (
+            &["--group", "appotp", "--version", "1", "--kind", "AppOTP"],
+            "invalid version `1`: must look like `v1`, `v1beta1` or `v2alpha1`",
+            "pass `--version v1`",
+        ),
+        (
+            &["--group", "appotp", "--version", "V1", "--kind", "AppOTP"],
+            "invalid version `V1`",
+            "pass `--version v1`",
+        ),
+        (
+            &["--group", "app_otp", "--version", "v1", "--kind", "AppOTP"],
+            "invalid group `app_otp`",
+            "pass `--group app-otp`",
+        ),
+        (
+            &["--group", "AppOTP", "--version", "v1", "--kind", "AppOTP"],
+            "invalid group `AppOTP`",
+            "pass `--group appotp`",
+        ),
+        (
+            &[
+                "--group",
+                "appotp",
+                "--version",
+                "v1",
+                "--kind",
+                "AppOTP",
+                "--plural",
+                "App_OTPs",
+            ],
+            "invalid plural `App_OTPs`",
+            "pass `--plural app-otps`",
+        ),
+        (
+            &[
+                "--group",
+                "appotp",
+                "--version",
+                "v1",
+                "--kind",
+                "AppOTP",
+                "--resource=false",
+                "--controller=false",
+            ],
+            "nothing to scaffold",
+            "pass --resource, --controller or both",
+        ),
+        (
+            &[
+                "--group",
+                "appotp",
+                "--version",
+                "v1",
+                "--kind",
+                "AppOTP",
+                "--resource=false",
+            ],
+            "no API appotp.learn.com/v1, Kind=AppOTP in PROJECT",
+            "run `rsbuilder create api` with --resource first",
+        ),
+    ] {
+        refuses(&ws, args, error, help);
+    }
+}
+
+#[test]
+fn an_existing_kind_is_refused_without_force() {
+    let ws = project();
+    create(&ws, APPOTP).success();
+    refuses(
+        &ws,
+        APPOTP,
+        "API appotp.learn.com/v1, Kind=AppOTP already exists",
+        "pass --force to scaffold it again",
+    );
+    refuses(
+        &ws,
+        &[
+            "--group",
+            "appotp",
+            "--version",
+            "v1",
+            "--kind",
+            "AppOTP",
+            "--resource=false",
+            "--controller",
+        ],
+        "a controller for appotp.learn.com Kind=AppOTP already exists",
+        "pass --controller=false, or --force",
+    );
+    refuses(
+        &ws,
+        &["--group", "appotp", "--version", "v1", "--kind", "AppOtp"],
+        "appotp.learn.com/v1, Kind=AppOtp clashes with kind AppOTP of the same group",
+        "pick another kind",
+    );
+}
+
+#[test]
+fn outside_a_project_it_says_how_to_start_one() {
+    let ws = Workspace::new("empty");
+    let before = ws.snapshot();
+    let err = stderr(&create(&ws, APPOTP).code(1));
+    assert!(
+        err.starts_with("error: no PROJECT file found in `"),
+        "{err}"
+    );
+    assert!(
+        err.contains("help: run `rsbuilder init --domain <domain>` first"),
+        "{err}"
+    );
+    assert_eq!(ws.snapshot(), before);
+}
+
+#[test]
+fn it_works_from_a_subdirectory_of_the_project() {
+    let ws = project();
+    let sub = ws.root().join("operator/src");
+    crate::support::rsbuilder(
+        &sub,
+        &[
+            "create",
+            "api",
+            "--group",
+            "appotp",
+            "--version",
+            "v1",
+            "--kind",
+            "AppOTP",
+        ],
+    )
+    .success();
+    assert!(ws.root().join("api/src/appotp/v1/app_otp.rs").exists());
+    assert!(!sub.join("api").exists());
+}
+
+#[test]
+fn a_deleted_marker_is_named_and_nothing_changes() {
+    let ws = project();
+    let main = ws
+        .read("operator/src/main.rs")
+        .replace("        // +rsbuilder:scaffold:controllers\n", "");
+    ws.write("operator/src/main.rs", &main);
+    refuses(
+        &ws,
+        APPOTP,
+        "marker `// +rsbuilder:scaffold:controllers` not found in `operator/src/main.rs`",
+        "put the line `// +rsbuilder:scaffold:controllers` back",
+    );
+}
+
+#[test]
+fn a_malformed_rbac_marker_is_named_with_its_line() {
+    let ws = project();
+    let manager = ws
+        .read("operator/src/manager.rs")
+        .replace("verbs=create;patch", "verbs=create;fly");
+    ws.write("operator/src/manager.rs", &manager);
+    let line = manager
+        .lines()
+        .position(|l| l.contains("verbs=create;fly"))
+        .unwrap()
+        + 1;
+    refuses(
+        &ws,
+        APPOTP,
+        &format!("invalid RBAC marker at operator/src/manager.rs:{line}: unknown verb `fly`"),
+        "write it as",
+    );
+}
+
+#[test]
+fn a_dry_run_lists_the_changes_and_writes_nothing() {
+    let ws = project();
+    let before = ws.snapshot();
+    let mut args = APPOTP.to_vec();
+    args.push("--dry-run");
+    let err = stderr(&create(&ws, &args).success());
+    assert!(
+        err.contains("would create api/src/appotp/v1/app_otp.rs\n"),
+        "{err}"
+    );
+    assert!(err.contains("would update operator/src/main.rs\n"), "{err}");
+    assert!(err.contains("would update PROJECT\n"), "{err}");
+    assert_eq!(ws.snapshot(), before);
+}
