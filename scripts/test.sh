@@ -3,7 +3,9 @@
 #   1. cargo fmt --check, cargo clippy -D warnings and cargo test on rsbuilder itself
 #      (the golden-project test among them: testdata/ must equal what the scripted commands make);
 #   2. inside a copy of every golden project in testdata/: cargo fmt --check,
-#      cargo clippy --all-targets -D warnings, cargo test, and kubectl kustomize of its config/.
+#      cargo clippy --all-targets -D warnings, cargo test, `rsbuilder generate --check` (the
+#      manifests rendered from templates equal what the compiled types give), and
+#      kubectl kustomize of its config/.
 # The golden projects share one cargo target directory (target/golden), so the kube stack
 # compiles once. Without kubectl the kustomize builds are skipped, and said so, unless
 # RSBUILDER_REQUIRE_KUBECTL=1 (CI sets it).
@@ -20,6 +22,7 @@ step "rsbuilder: cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
 step "rsbuilder: cargo test"
 cargo test
+rsbuilder="$root/target/debug/rsbuilder"
 
 kubectl_bin="${KUBECTL:-kubectl}"
 if ! command -v "$kubectl_bin" >/dev/null 2>&1; then
@@ -53,6 +56,8 @@ for golden in testdata/*/; do
     cargo clippy --quiet --all-targets -- -D warnings
     echo "-- cargo test"
     cargo test --quiet
+    echo "-- rsbuilder generate --check"
+    "$rsbuilder" generate --check
     if [[ -n "$kubectl_bin" ]]; then
       for dir in config/*/; do
         [[ -f "$dir/kustomization.yaml" ]] || continue

@@ -147,6 +147,25 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
         }
     }
 
+    let read_only: Vec<String> = changes
+        .values()
+        .filter(|change| matches!(change.action, Action::Update | Action::Overwrite))
+        .filter(|change| {
+            fs::metadata(root.join(&change.path)).is_ok_and(|meta| meta.permissions().readonly())
+        })
+        .map(|change| format!("`{}`", change.path.display()))
+        .collect();
+    if !read_only.is_empty() {
+        return Err(UserError::new(format!(
+            "{} {} read-only, and rsbuilder would change {}",
+            read_only.join(", "),
+            if read_only.len() == 1 { "is" } else { "are" },
+            if read_only.len() == 1 { "it" } else { "them" },
+        ))
+        .help("make it writable (`chmod u+w <file>`), then run the command again")
+        .into());
+    }
+
     let mut changes: Vec<Change> = changes.into_values().collect();
     changes.sort_by_key(|change| {
         (
@@ -408,6 +427,29 @@ mod tests {
         };
         let error = apply(dir.path(), plan, Options::default()).unwrap_err();
         assert!(error.to_string().contains("`main.rs`"), "{error}");
+        assert_eq!(snapshot(dir.path()), before);
+    }
+
+    #[test]
+    fn read_only_files_are_not_changed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let locked = dir.path().join("role.yaml");
+        fs::write(&locked, "old").unwrap();
+        fs::set_permissions(&locked, fs::Permissions::from_mode(0o444)).unwrap();
+        let before = snapshot(dir.path());
+        let plan = Plan {
+            files: vec![
+                file("a.yaml", "new", Policy::Owned),
+                file("role.yaml", "new", Policy::Regenerated),
+            ],
+            insertions: Vec::new(),
+        };
+        let error = apply(dir.path(), plan, Options::default()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "`role.yaml` is read-only, and rsbuilder would change it"
+        );
         assert_eq!(snapshot(dir.path()), before);
     }
 

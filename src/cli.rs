@@ -27,6 +27,12 @@ pub enum Command {
     /// Scaffold a Kubernetes API (a kind's types and manifests) or a controller for it
     #[command(subcommand)]
     Create(CreateCommand),
+    /// Regenerate the CRDs (from the compiled types) and the RBAC role (from the markers)
+    Generate {
+        /// Write nothing: list the stale manifests with a diff, and fail if there are any
+        #[arg(long)]
+        check: bool,
+    },
     /// Print the rsbuilder version and the kube, k8s-openapi and Kubernetes versions it scaffolds
     Version,
     /// Print a shell completion script

@@ -6,6 +6,7 @@
 mod apply;
 mod cli;
 mod commands;
+mod diff;
 mod names;
 mod project;
 mod rbac;

@@ -81,9 +81,7 @@ pub fn run(args: CreateApiArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if args.make {
-        ui::note(
-            "\n`--make`: run `rsbuilder generate` (or `make manifests`) to regenerate the manifests from the compiled types",
-        );
+        super::generate::generate(&root, false)?;
     }
     let names = &request.names;
     let mut next = String::from("\nNext:\n");

@@ -2,6 +2,7 @@
 //! PROJECT, plan every file in memory, apply the plan, save PROJECT.
 
 pub mod create_api;
+pub mod generate;
 pub mod init;
 
 use crate::cli::{Cli, Command, CreateCommand};
@@ -12,6 +13,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Init(args) => init::run(args),
         Command::Create(CreateCommand::Api(args)) => create_api::run(args),
+        Command::Generate { check } => generate::run(check),
         Command::Version => {
             println!("rsbuilder {}", versions::RSBUILDER);
             println!("kube {}", versions::KUBE);

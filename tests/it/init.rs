@@ -83,7 +83,7 @@ fn a_dry_run_lists_the_files_and_writes_nothing() {
     assert!(err.contains("would create Cargo.toml\n"), "{err}");
     assert!(err.contains("would keep README.md\n"), "{err}");
     assert!(err.contains("would create PROJECT\n"), "{err}");
-    assert_eq!(ws.snapshot(), before);
+    crate::support::assert_same_tree(&before, &ws.snapshot(), "the command");
 }
 
 #[test]
@@ -224,7 +224,7 @@ fn a_tree_that_cannot_be_written_is_left_as_it_was() {
         err.contains("error: failed to write `config/") && err.contains("; nothing was changed: "),
         "{err}"
     );
-    assert_eq!(ws.snapshot(), before);
+    crate::support::assert_same_tree(&before, &ws.snapshot(), "the command");
 }
 
 #[test]

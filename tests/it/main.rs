@@ -2,6 +2,7 @@
 
 mod cli;
 mod create_api;
+mod generate;
 mod golden;
 mod init;
 mod support;

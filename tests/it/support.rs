@@ -33,6 +33,18 @@ impl Workspace {
         rsbuilder(&self.root, args)
     }
 
+    /// Runs `rsbuilder args...` in the project directory with `CARGO_TARGET_DIR` set, so that
+    /// the cargo builds `generate` starts share their output across tests.
+    pub fn run_with_target(&self, target: &Path, args: &[&str]) -> Assert {
+        Command::cargo_bin("rsbuilder")
+            .expect("the rsbuilder binary")
+            .current_dir(&self.root)
+            .env("CARGO_TARGET_DIR", target)
+            .args(args)
+            .write_stdin("")
+            .assert()
+    }
+
     /// Writes a file, creating its folders.
     pub fn write(&self, path: &str, contents: &str) {
         let path = self.root.join(path);
@@ -79,6 +91,24 @@ pub fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             )
         })
         .collect()
+}
+
+/// Fails, naming the paths that differ, when two snapshots of a tree are not the same.
+#[track_caller]
+pub fn assert_same_tree(
+    before: &BTreeMap<PathBuf, Vec<u8>>,
+    after: &BTreeMap<PathBuf, Vec<u8>>,
+    what: &str,
+) {
+    let changed: Vec<String> = before
+        .keys()
+        .chain(after.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter(|path| before.get(*path) != after.get(*path))
+        .map(|path| path.display().to_string())
+        .collect();
+    assert!(changed.is_empty(), "{what} changed {changed:?}");
 }
 
 /// The text of a command's stderr.

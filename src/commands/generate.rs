@@ -1,0 +1,220 @@
+//! `rsbuilder generate`: the manifests, regenerated from the code. CRDs come from the compiled
+//! types (the api crate's `crdgen`), `config/rbac/role.yaml` from the RBAC markers. With
+//! `--check`, nothing is written: stale files are listed with a diff, and the exit code says
+//! whether there were any.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::Context as _;
+
+use crate::apply::{self, Options};
+use crate::diff;
+use crate::project::{self, Project};
+use crate::rbac;
+use crate::scaffold::{Plan, PlannedFile, Policy};
+use crate::ui::{self, UserError};
+
+/// Where the CRDs go.
+const CRD_DIR: &str = "config/crd/bases";
+/// Lines of diff shown per stale file.
+const DIFF_LINES: usize = 40;
+
+/// Runs `generate` in the project around the current directory.
+pub fn run(check: bool) -> anyhow::Result<()> {
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let root = project::find_root(&cwd)?;
+    generate(&root, check)
+}
+
+/// Regenerates (or, with `check`, compares) the manifests of the project at `root`.
+pub fn generate(root: &Path, check: bool) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let project = project::load(root)?;
+    // The markers first: a malformed one fails before anything is built.
+    let role = role(root, &project)?;
+    let crd_started = Instant::now();
+    let crds = crds(root, &project)?;
+    let crd_time = crd_started.elapsed();
+
+    let mut files: Vec<PlannedFile> = crds
+        .iter()
+        .map(|(path, contents)| PlannedFile {
+            path: path.clone(),
+            contents: contents.clone(),
+            policy: Policy::Regenerated,
+        })
+        .collect();
+    files.push(PlannedFile {
+        path: rbac::ROLE_FILE.into(),
+        contents: role,
+        policy: Policy::Regenerated,
+    });
+    // Files in config/crd/bases that no kind produces any more.
+    let orphans = orphans(root, &crds)?;
+
+    if check {
+        return check_files(root, &files, &orphans);
+    }
+    apply::apply(
+        root,
+        Plan {
+            files,
+            insertions: Vec::new(),
+        },
+        Options::default(),
+    )?;
+    for orphan in &orphans {
+        ui::note(&format!(
+            "warning: `{}` matches no kind of the api crate; delete it if the kind is gone",
+            orphan.display()
+        ));
+    }
+    ui::note(&format!(
+        "generated the manifests in {:.1}s (crdgen {:.1}s)",
+        started.elapsed().as_secs_f64(),
+        crd_time.as_secs_f64()
+    ));
+    Ok(())
+}
+
+/// Runs `crdgen` and splits its output into one file per CRD, keyed by path.
+fn crds(root: &Path, project: &Project) -> anyhow::Result<BTreeMap<PathBuf, String>> {
+    let package = format!("{}-api", project.project_name);
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(&cargo)
+        .args(["run", "--quiet", "--package", &package, "--bin", "crdgen"])
+        .current_dir(root)
+        .output()
+        .with_context(|| {
+            format!("failed to run `cargo run -p {package} --bin crdgen`: is cargo installed?")
+        })?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        ui::note(stderr.trim_end());
+        return Err(UserError::new(format!(
+            "`cargo run -p {package} --bin crdgen` failed; nothing was written"
+        ))
+        .help("fix the errors above (usually in api/src/), then run `rsbuilder generate` again")
+        .into());
+    }
+    let stdout =
+        String::from_utf8(output.stdout).context("crdgen printed something that is not UTF-8")?;
+    split_crds(&stdout)
+}
+
+/// `---`-separated CRDs → `config/crd/bases/<group>_<plural>.yaml` → `---\n<document>`.
+fn split_crds(stream: &str) -> anyhow::Result<BTreeMap<PathBuf, String>> {
+    let mut documents: Vec<String> = Vec::new();
+    for line in stream.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            documents.push(String::new());
+        } else if let Some(document) = documents.last_mut() {
+            document.push_str(line);
+        } else if !line.trim().is_empty() {
+            anyhow::bail!("crdgen's output does not start with `---`");
+        }
+    }
+    let mut files = BTreeMap::new();
+    for document in documents.into_iter().filter(|d| !d.trim().is_empty()) {
+        let value: serde_yaml::Value =
+            serde_yaml::from_str(&document).context("crdgen printed YAML that does not parse")?;
+        let group = value["spec"]["group"]
+            .as_str()
+            .context("a CRD without spec.group")?;
+        let plural = value["spec"]["names"]["plural"]
+            .as_str()
+            .context("a CRD without spec.names.plural")?;
+        let path = Path::new(CRD_DIR).join(format!("{group}_{plural}.yaml"));
+        files.insert(path, format!("---\n{document}"));
+    }
+    Ok(files)
+}
+
+/// `config/rbac/role.yaml` from every RBAC marker under `operator/src`.
+fn role(root: &Path, project: &Project) -> anyhow::Result<String> {
+    let src = root.join("operator/src");
+    let mut markers = Vec::new();
+    for entry in walkdir::WalkDir::new(&src).sort_by_file_name() {
+        let entry = entry.with_context(|| format!("failed to read `{}`", src.display()))?;
+        if entry.file_type().is_file() && entry.path().extension().is_some_and(|e| e == "rs") {
+            let relative = entry.path().strip_prefix(root).unwrap_or(entry.path());
+            let text = std::fs::read_to_string(entry.path())
+                .with_context(|| format!("failed to read `{}`", relative.display()))?;
+            markers.extend(rbac::markers(relative, &text)?);
+        }
+    }
+    Ok(rbac::role_yaml(&markers, project.namespaced))
+}
+
+fn orphans(root: &Path, crds: &BTreeMap<PathBuf, String>) -> anyhow::Result<Vec<PathBuf>> {
+    let dir = root.join(CRD_DIR);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(Vec::new());
+    };
+    let mut orphans = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("failed to read `{CRD_DIR}`"))?;
+        let path = Path::new(CRD_DIR).join(entry.file_name());
+        if path.extension().is_some_and(|e| e == "yaml") && !crds.contains_key(&path) {
+            orphans.push(path);
+        }
+    }
+    orphans.sort();
+    Ok(orphans)
+}
+
+fn check_files(root: &Path, files: &[PlannedFile], orphans: &[PathBuf]) -> anyhow::Result<()> {
+    let mut stale = 0;
+    for file in files {
+        let current = std::fs::read_to_string(root.join(&file.path)).unwrap_or_default();
+        if current != file.contents {
+            stale += 1;
+            ui::file("stale", &file.path);
+            let path = file.path.to_string_lossy();
+            ui::note(diff::unified(&path, &current, &file.contents, DIFF_LINES).trim_end());
+        }
+    }
+    for orphan in orphans {
+        stale += 1;
+        ui::file("stale", orphan);
+        ui::note("  (no kind of the api crate produces this CRD any more)");
+    }
+    if stale > 0 {
+        return Err(UserError::new(format!(
+            "{stale} manifest{} out of date",
+            if stale == 1 { " is" } else { "s are" }
+        ))
+        .help("run `rsbuilder generate` (or `make manifests`) and commit the result")
+        .into());
+    }
+    ui::note("the manifests are up to date");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crdgen_output_is_split_per_crd() {
+        let stream = "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec:\n  group: a.io\n  names:\n    plural: bs\n---\napiVersion: apiextensions.k8s.io/v1\nspec:\n  group: c.io\n  names:\n    plural: ds\n";
+        let files = split_crds(stream).unwrap();
+        let paths: Vec<_> = files
+            .keys()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "config/crd/bases/a.io_bs.yaml",
+                "config/crd/bases/c.io_ds.yaml"
+            ]
+        );
+        assert!(files[Path::new("config/crd/bases/a.io_bs.yaml")].starts_with("---\napiVersion"));
+        assert!(split_crds("").unwrap().is_empty());
+        assert!(split_crds("oops\n").is_err());
+    }
+}

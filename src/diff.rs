@@ -1,0 +1,146 @@
+//! A short unified diff of two texts, for `generate --check`.
+
+use std::fmt::Write as _;
+
+/// Lines of context around each change.
+const CONTEXT: usize = 3;
+
+/// The unified diff of `old` and `new` (labelled `path`), cut after `max_lines` lines.
+pub fn unified(path: &str, old: &str, new: &str, max_lines: usize) -> String {
+    let a: Vec<&str> = old.lines().collect();
+    let b: Vec<&str> = new.lines().collect();
+    let ops = edit_script(&a, &b);
+
+    let mut out = format!("--- a/{path}\n+++ b/{path}\n");
+    let mut printed = 0;
+    let mut i = 0;
+    while i < ops.len() {
+        if matches!(ops[i], Op::Same(..)) {
+            i += 1;
+            continue;
+        }
+        // A hunk: from CONTEXT lines before this change to CONTEXT lines after the last change
+        // that is at most 2 * CONTEXT lines away.
+        let start = i.saturating_sub(CONTEXT);
+        let mut end = i;
+        let mut j = i;
+        while j < ops.len() {
+            if !matches!(ops[j], Op::Same(..)) {
+                end = j;
+            } else if j - end > 2 * CONTEXT {
+                break;
+            }
+            j += 1;
+        }
+        let end = (end + CONTEXT + 1).min(ops.len());
+        let (a_start, b_start) = ops[start].positions();
+        let a_len = ops[start..end]
+            .iter()
+            .filter(|op| !matches!(op, Op::Insert(..)))
+            .count();
+        let b_len = ops[start..end]
+            .iter()
+            .filter(|op| !matches!(op, Op::Delete(..)))
+            .count();
+        let _ = writeln!(
+            out,
+            "@@ -{},{a_len} +{},{b_len} @@",
+            a_start + 1,
+            b_start + 1
+        );
+        for op in &ops[start..end] {
+            if printed == max_lines {
+                out.push_str("...\n");
+                return out;
+            }
+            let _ = match op {
+                Op::Same(ai, _) => writeln!(out, " {}", a[*ai]),
+                Op::Delete(ai, _) => writeln!(out, "-{}", a[*ai]),
+                Op::Insert(_, bi) => writeln!(out, "+{}", b[*bi]),
+            };
+            printed += 1;
+        }
+        i = end;
+    }
+    out
+}
+
+/// One step of the edit script, with the line positions in both texts.
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Same(usize, usize),
+    Delete(usize, usize),
+    Insert(usize, usize),
+}
+
+impl Op {
+    fn positions(self) -> (usize, usize) {
+        match self {
+            Op::Same(a, b) | Op::Delete(a, b) | Op::Insert(a, b) => (a, b),
+        }
+    }
+}
+
+/// The shortest edit script by longest common subsequence; manifests are small enough for the
+/// quadratic table.
+fn edit_script(a: &[&str], b: &[&str]) -> Vec<Op> {
+    let (n, m) = (a.len(), b.len());
+    let mut lcs = vec![vec![0u32; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j) = (0, 0);
+    let mut ops = Vec::with_capacity(n + m);
+    while i < n || j < m {
+        if i < n && j < m && a[i] == b[j] {
+            ops.push(Op::Same(i, j));
+            i += 1;
+            j += 1;
+        } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            ops.push(Op::Delete(i, j));
+            i += 1;
+        } else {
+            ops.push(Op::Insert(i, j));
+            j += 1;
+        }
+    }
+    ops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shows_changes_with_context() {
+        let old = "a\nb\nc\nd\ne\nf\ng\nh\n";
+        let new = "a\nb\nc\nD\ne\nf\ng\nh\ni\n";
+        assert_eq!(
+            unified("x.yaml", old, new, 100),
+            "--- a/x.yaml\n+++ b/x.yaml\n@@ -1,8 +1,9 @@\n a\n b\n c\n-d\n+D\n e\n f\n g\n h\n+i\n"
+        );
+    }
+
+    #[test]
+    fn distant_changes_get_their_own_hunks_and_long_diffs_are_cut() {
+        let old: String = (0..30).map(|i| format!("{i}\n")).collect();
+        let new: String = (0..30)
+            .map(|i| match i {
+                2 => "two\n".to_owned(),
+                25 => "twenty-five\n".to_owned(),
+                i => format!("{i}\n"),
+            })
+            .collect();
+        let diff = unified("x", &old, &new, 100);
+        assert_eq!(diff.matches("@@ ").count(), 2, "{diff}");
+        let cut = unified("x", &old, &new, 3);
+        assert!(cut.ends_with("...\n"), "{cut}");
+        assert_eq!(unified("x", "same\n", "same\n", 10), "--- a/x\n+++ b/x\n");
+    }
+}
