@@ -2,11 +2,21 @@
 //! tests build a generated api crate with cargo (the build is shared between runs).
 
 use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::support::{Workspace, stderr};
 
+/// The target directory the generated projects share, so that their dependencies build once.
 fn target() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated-projects")
+}
+
+/// Held by each test while it builds: cargo copies every project's `crdgen` to the same path of
+/// the shared target directory, so two builds at once could run each other's binary.
+static BUILDING: Mutex<()> = Mutex::new(());
+
+fn one_build_at_a_time() -> MutexGuard<'static, ()> {
+    BUILDING.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A project with two kinds. Each test names its own project: cargo would otherwise take one
@@ -48,6 +58,7 @@ fn edit(ws: &Workspace, path: &str, from: &str, to: &str) {
 
 #[test]
 fn manifests_follow_the_types_and_the_markers() {
+    let _build = one_build_at_a_time();
     let ws = project("follow-operator");
     let target = target();
     let check = |ws: &Workspace| ws.run_with_target(&target, &["generate", "--check"]);
@@ -130,6 +141,7 @@ fn manifests_follow_the_types_and_the_markers() {
 
 #[test]
 fn types_that_do_not_compile_change_nothing() {
+    let _build = one_build_at_a_time();
     let ws = project("broken-operator");
     // The first build writes Cargo.lock, as any cargo build does.
     ws.run_with_target(&target(), &["generate", "--check"])
@@ -154,6 +166,7 @@ fn types_that_do_not_compile_change_nothing() {
 
 #[test]
 fn bad_markers_and_read_only_files_change_nothing() {
+    let _build = one_build_at_a_time();
     let ws = project("marker-operator");
     let target = target();
     // The first build writes Cargo.lock, as any cargo build does.
@@ -208,6 +221,7 @@ fn outside_a_project_generate_says_how_to_start_one() {
 
 #[test]
 fn create_api_with_make_regenerates_at_once() {
+    let _build = one_build_at_a_time();
     let ws = Workspace::new("make-operator");
     ws.run(&["init", "--domain", "learn.com"]).success();
     let err = stderr(
