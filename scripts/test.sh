@@ -47,9 +47,11 @@ for golden in testdata/*/; do
   copy="$work/$name"
   cp -R "$golden" "$copy"
   step "golden project $name"
-  if (
-    set -e
-    cd "$copy"
+  # A separate shell, so that `-e` stops at the first failing step (inside an `if`, it would not).
+  if bash -euo pipefail -c '
+    cd "$1"
+    rsbuilder="$2"
+    kubectl_bin="$3"
     echo "-- cargo fmt --check"
     cargo fmt --all -- --check
     echo "-- cargo clippy --all-targets -- -D warnings"
@@ -65,7 +67,7 @@ for golden in testdata/*/; do
         "$kubectl_bin" kustomize "$dir" >/dev/null
       done
     fi
-  ); then
+  ' golden "$copy" "$rsbuilder" "$kubectl_bin"; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))

@@ -141,7 +141,7 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
             &insertion.fragment,
         )? {
             change.contents = updated;
-            if change.action == Action::Unchanged {
+            if matches!(change.action, Action::Unchanged | Action::Keep) {
                 change.action = Action::Update;
             }
         }

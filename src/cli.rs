@@ -106,14 +106,15 @@ pub struct CreateApiArgs {
     pub plural: Option<String>,
 
     /// Whether the kind is namespaced; `--namespaced=false` makes it cluster-scoped
-    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = true, default_missing_value = "true")]
-    pub namespaced: bool,
+    /// [default: as the kind's other versions, else true]
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub namespaced: Option<bool>,
 
     /// Scaffold the kind's types and manifests [default: ask on a terminal, else true]
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub resource: Option<bool>,
 
-    /// Scaffold a controller for the kind [default: ask on a terminal, else true]
+    /// Scaffold a controller for the kind [default: ask on a terminal, else true unless the kind has one]
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub controller: Option<bool>,
 

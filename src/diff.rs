@@ -81,9 +81,39 @@ impl Op {
     }
 }
 
-/// The shortest edit script by longest common subsequence; manifests are small enough for the
-/// quadratic table.
+/// Largest table of the longest-common-subsequence search; beyond it, the changed middle is
+/// shown as removed and added whole.
+const MAX_TABLE: usize = 4_000_000;
+
+/// The shortest edit script: the common head and tail, then the longest common subsequence of
+/// what is left between them.
 fn edit_script(a: &[&str], b: &[&str]) -> Vec<Op> {
+    let head = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let tail = a[head..]
+        .iter()
+        .rev()
+        .zip(b[head..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let mut ops: Vec<Op> = (0..head).map(|i| Op::Same(i, i)).collect();
+    let (a_mid, b_mid) = (&a[head..a.len() - tail], &b[head..b.len() - tail]);
+    let shift = |op: Op| match op {
+        Op::Same(i, j) => Op::Same(i + head, j + head),
+        Op::Delete(i, j) => Op::Delete(i + head, j + head),
+        Op::Insert(i, j) => Op::Insert(i + head, j + head),
+    };
+    if (a_mid.len() + 1).saturating_mul(b_mid.len() + 1) > MAX_TABLE {
+        ops.extend((0..a_mid.len()).map(|i| shift(Op::Delete(i, 0))));
+        ops.extend((0..b_mid.len()).map(|j| shift(Op::Insert(a_mid.len(), j))));
+    } else {
+        ops.extend(lcs_script(a_mid, b_mid).into_iter().map(shift));
+    }
+    let (a_end, b_end) = (a.len() - tail, b.len() - tail);
+    ops.extend((0..tail).map(|k| Op::Same(a_end + k, b_end + k)));
+    ops
+}
+
+fn lcs_script(a: &[&str], b: &[&str]) -> Vec<Op> {
     let (n, m) = (a.len(), b.len());
     let mut lcs = vec![vec![0u32; m + 1]; n + 1];
     for i in (0..n).rev() {
@@ -142,5 +172,21 @@ mod tests {
         let cut = unified("x", &old, &new, 3);
         assert!(cut.ends_with("...\n"), "{cut}");
         assert_eq!(unified("x", "same\n", "same\n", 10), "--- a/x\n+++ b/x\n");
+    }
+
+    #[test]
+    fn large_files_stay_cheap() {
+        let old: String = (0..50_000).map(|i| format!("line {i}\n")).collect();
+        let new = old.replace("line 25000\n", "changed\n");
+        let diff = unified("big", &old, &new, 100);
+        assert!(diff.contains("-line 25000\n+changed\n"), "{diff}");
+        let reversed: String = (0..5_000).rev().map(|i| format!("line {i}\n")).collect();
+        let diff = unified(
+            "big",
+            &old[..old.find("line 5000\n").unwrap()],
+            &reversed,
+            5,
+        );
+        assert!(diff.ends_with("...\n"), "{diff}");
     }
 }

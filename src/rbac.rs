@@ -74,7 +74,8 @@ fn parse(body: &str) -> Result<Marker, String> {
     for pair in body.split(',') {
         let (key, value) = pair
             .split_once('=')
-            .ok_or_else(|| format!("`{pair}` is not `key=value`"))?;
+            .ok_or_else(|| format!("`{}` is not `key=value`", pair.trim()))?;
+        let (key, value) = (key.trim(), value.trim());
         if !seen.insert(key) {
             return Err(format!("`{key}` is given twice"));
         }
@@ -101,7 +102,14 @@ fn parse(body: &str) -> Result<Marker, String> {
             "resourceNames" => marker.resource_names = list(),
             "verbs" => marker.verbs = list(),
             "urls" => marker.urls = list(),
-            "namespace" => marker.namespace = Some(value.to_owned()),
+            "namespace" if crate::names::is_dns1123_label(value) => {
+                marker.namespace = Some(value.to_owned());
+            }
+            "namespace" => {
+                return Err(format!(
+                    "namespace `{value}` is not a lowercase RFC 1123 label"
+                ));
+            }
             other => {
                 return Err(format!(
                     "unknown key `{other}` (known: groups, resources, resourceNames, verbs, urls, namespace)"
@@ -277,8 +285,11 @@ fn merge(markers: &[&Marker]) -> Vec<Rule> {
     merged
 }
 
+/// A YAML scalar that reads back as the same string.
 fn quote(value: &str) -> String {
-    if value.is_empty() || value == "*" || value.contains([':', '#', ' ']) {
+    let reads_back = serde_yaml::from_str::<serde_yaml::Value>(value)
+        .is_ok_and(|parsed| parsed.as_str() == Some(value));
+    if !reads_back || value.contains([':', '#', ' ', '"', '\'']) {
         format!("\"{value}\"")
     } else {
         value.to_owned()
@@ -334,6 +345,8 @@ mod tests {
         assert!(!yaml.contains("ClusterRole"), "{yaml}");
         assert!(role_yaml(&found, false).contains("kind: ClusterRole"));
         assert!(role_yaml(&[], false).ends_with("rules: []\n"));
+        let spaced = parse_all("// +rsbuilder:rbac:groups=apps, resources=true,verbs=get\n");
+        assert!(role_yaml(&spaced, false).contains("  - \"true\"\n"));
     }
 
     #[test]
@@ -358,6 +371,10 @@ mod tests {
                 "`verbs` is given twice",
             ),
             ("groups", "`groups` is not `key=value`"),
+            (
+                "groups=apps,resources=x,verbs=get,namespace=",
+                "namespace `` is not",
+            ),
         ] {
             let text = format!("fn x() {{}}\n// +rsbuilder:rbac:{line}\n");
             let error = markers(Path::new("operator/src/x.rs"), &text).unwrap_err();

@@ -1,6 +1,7 @@
 //! `rsbuilder create api`: a kind's Rust types, CRD, sample and RBAC roles, and a controller
 //! for it, wired into the files `init` made.
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
@@ -38,7 +39,7 @@ struct Context {
     kind_yaml: String,
     plural_yaml: String,
     singular_yaml: String,
-    short_name_yaml: String,
+    short_name_yaml: Option<String>,
 }
 
 /// What to scaffold, once flags, prompts and PROJECT agree.
@@ -67,7 +68,8 @@ pub fn run(args: CreateApiArgs) -> anyhow::Result<()> {
     let root = project::find_root(&cwd)?;
     let mut project = project::load(&root)?;
     let request = resolve(&args, &project)?;
-    let plan = plan(&root, &project, &request)?;
+    let disk = Disk::read(&root, &request)?;
+    let plan = plan(&project, &request, &disk)?;
     let plan = with_project(plan, &mut project, &request);
     apply::apply(
         &root,
@@ -81,7 +83,8 @@ pub fn run(args: CreateApiArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if args.make {
-        super::generate::generate(&root, false)?;
+        super::generate::generate(&root, false)
+            .context("the API was scaffolded, but `--make` could not regenerate the manifests")?;
     }
     let names = &request.names;
     let mut next = String::from("\nNext:\n");
@@ -102,6 +105,13 @@ pub fn run(args: CreateApiArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Short names Kubernetes' own resources use; a kind must not shadow them.
+const BUILTIN_SHORT_NAMES: &[&str] = &[
+    "cm", "cj", "crd", "crds", "cs", "csr", "deploy", "ds", "ep", "eps", "ev", "hpa", "ing",
+    "limits", "netpol", "no", "ns", "pc", "pdb", "po", "pv", "pvc", "quota", "rc", "rs", "sa",
+    "sc", "sts", "svc", "va",
+];
+
 fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
     names::validate_group(&args.group, &project.domain)?;
     names::validate_version(&args.version)?;
@@ -115,73 +125,98 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         .iter()
         .filter(|r| r.group == args.group && r.kind == args.kind)
         .collect();
-    let typed_versions: Vec<&Resource> = same_kind
+    let this = same_kind
+        .iter()
+        .find(|r| r.version == args.version)
+        .copied();
+    // The kind's other versions with types: they share one CRD, so one plural and one scope.
+    // (The version itself does not count: `--force` may scaffold it with other ones.)
+    let siblings: Vec<&Resource> = same_kind
         .iter()
         .copied()
-        .filter(|r| r.api.is_some())
+        .filter(|r| r.api.is_some() && r.version != args.version)
         .collect();
-    // Versions of one kind share one CRD: the same plural and scope.
-    let kind_plural = typed_versions.iter().find_map(|r| r.plural.clone());
-    let plural = match (&args.plural, &kind_plural, typed_versions.is_empty()) {
-        (Some(given), _, false)
-            if Some(given) != kind_plural.as_ref()
-                && !(kind_plural.is_none() && *given == names::plural::plural(&args.kind)) =>
-        {
+    let computed_plural = names::plural::plural(&args.kind);
+    let plural_of = |r: &Resource| r.plural.clone().unwrap_or_else(|| computed_plural.clone());
+    let scope = |namespaced: bool| {
+        if namespaced {
+            "namespaced"
+        } else {
+            "cluster-scoped"
+        }
+    };
+
+    let sibling_scope = siblings
+        .first()
+        .and_then(|r| r.api.as_ref())
+        .map(|api| api.namespaced);
+    let namespaced = match (args.namespaced, sibling_scope) {
+        (Some(given), Some(theirs)) if given != theirs => {
             return Err(UserError::new(format!(
-                "invalid plural `{given}`: the other versions of {} call it `{}`",
+                "{}/{}, Kind={} would be {}, but version {} of it is {}",
+                names::qualified_group(&args.group, &project.domain),
+                args.version,
                 args.kind,
-                kind_plural
-                    .clone()
-                    .unwrap_or_else(|| names::plural::plural(&args.kind))
+                scope(given),
+                siblings[0].version,
+                scope(theirs)
+            ))
+            .help(format!(
+                "pass `--namespaced={theirs}`: the versions of a kind share one scope"
+            ))
+            .into());
+        }
+        (Some(given), _) => given,
+        (None, Some(theirs)) => theirs,
+        (None, None) => this
+            .and_then(|r| r.api.as_ref())
+            .is_none_or(|api| api.namespaced),
+    };
+
+    let sibling_plural = siblings.first().map(|r| plural_of(r));
+    let plural = match (&args.plural, sibling_plural) {
+        (Some(given), Some(theirs)) if *given != theirs => {
+            return Err(UserError::new(format!(
+                "invalid plural `{given}`: the other versions of {} call it `{theirs}`",
+                args.kind
             ))
             .help("drop --plural: the versions of a kind share one resource name")
             .into());
         }
-        (Some(given), _, _) => Some(given.clone()),
-        (None, Some(existing), _) => Some(existing.clone()),
-        (None, None, _) => None,
+        (Some(given), _) => Some(given.clone()),
+        (None, Some(theirs)) => Some(theirs),
+        (None, None) => this.and_then(|r| r.plural.clone()),
     };
-    let names = ResourceNames::new(
+    let mut names = ResourceNames::new(
         &args.group,
         &args.version,
         &args.kind,
         plural.as_deref(),
         &project.domain,
     );
+    if names.plural.len() > 63 || names.crd_name.len() > 253 {
+        return Err(UserError::new(format!(
+            "the resource name `{}` of kind {} is too long: the plural may have 63 characters, and `<plural>.<group>` 253",
+            names.plural, names.kind
+        ))
+        .help("pass a shorter --plural")
+        .into());
+    }
     names::validate_plural(&names.plural)?;
     let gvk = format!(
         "{}/{}, Kind={}",
         names.qualified_group, names.version, names.kind
     );
 
-    if let Some(other) = typed_versions.iter().find(|r| {
-        r.api
-            .as_ref()
-            .is_some_and(|api| api.namespaced != args.namespaced)
-    }) {
-        let scope = |namespaced: bool| {
-            if namespaced {
-                "namespaced"
-            } else {
-                "cluster-scoped"
-            }
-        };
-        return Err(UserError::new(format!(
-            "{gvk} would be {}, but version {} of it is {}",
-            scope(args.namespaced),
-            other.version,
-            scope(!args.namespaced)
-        ))
-        .help(format!(
-            "pass `--namespaced={}`: the versions of a kind share one scope",
-            !args.namespaced
-        ))
-        .into());
-    }
+    // Names every other kind of the project uses, so that this one takes none of them.
+    let mut taken: Vec<String> = BUILTIN_SHORT_NAMES
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
     for other in project
         .resources
         .iter()
-        .filter(|r| r.group == args.group && r.kind != args.kind)
+        .filter(|r| !(r.group == args.group && r.kind == args.kind))
     {
         let other_names = ResourceNames::new(
             &other.group,
@@ -190,7 +225,17 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
             other.plural.as_deref(),
             &project.domain,
         );
-        if other_names.kind_file == names.kind_file || other_names.plural == names.plural {
+        if other.group != args.group && other_names.group_dir == names.group_dir {
+            return Err(UserError::new(format!(
+                "group `{}` would share the module `{}` with group `{}`",
+                names.qualified_group, names.group_dir, other_names.qualified_group
+            ))
+            .help("pick a group that differs by more than `.` or `-`")
+            .into());
+        }
+        if other.group == args.group
+            && (other_names.kind_file == names.kind_file || other_names.plural == names.plural)
+        {
             return Err(UserError::new(format!(
                 "{gvk} clashes with kind {} of the same group: both would be named `{}` or `{}`",
                 other.kind, names.kind_file, names.plural
@@ -198,9 +243,16 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
             .help("pick another kind, or pass a different --plural")
             .into());
         }
+        taken.extend(other_names.short_name.clone());
+        taken.push(other_names.kind_lower);
+        taken.push(other_names.plural);
     }
+    // Short names are global in a cluster: take the kind's initials, else its singular, else none.
+    names.short_name = [names.short_name.take(), Some(names.kind_lower.clone())]
+        .into_iter()
+        .flatten()
+        .find(|candidate| !taken.contains(candidate));
 
-    let existing = same_kind.iter().find(|r| r.version == args.version);
     let kind_has_controller = same_kind.iter().any(|r| r.controller);
     let resource = ask(args.resource, "Create Resource", true)?;
     let controller = ask(
@@ -216,7 +268,7 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         .help("pass --resource, --controller or both")
         .into());
     }
-    if resource && existing.is_some_and(|r| r.api.is_some()) && !args.force {
+    if resource && this.is_some_and(|r| r.api.is_some()) && !args.force {
         return Err(UserError::new(format!("API {gvk} already exists"))
             .help("pass --force to scaffold it again")
             .into());
@@ -229,16 +281,27 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         .help("pass --controller=false, or --force to scaffold it again")
         .into());
     }
-    if controller && !resource && typed_versions.iter().all(|r| r.version != args.version) {
+    if controller && !resource && this.is_none_or(|r| r.api.is_none()) {
         return Err(UserError::new(format!(
             "no API {gvk} in PROJECT: the controller needs its types"
         ))
         .help("run `rsbuilder create api` with --resource first")
         .into());
     }
+    if project.namespaced && !namespaced {
+        return Err(UserError::new(format!(
+            "{gvk} would be cluster-scoped, but the project is namespaced: its manager's Role cannot grant cluster-scoped resources"
+        ))
+        .help("pass `--namespaced=true`")
+        .into());
+    }
 
-    let mut versions: Vec<String> = typed_versions.iter().map(|r| r.version.clone()).collect();
-    let joins_kind = resource && !versions.is_empty() && !versions.contains(&args.version);
+    let mut versions: Vec<String> = same_kind
+        .iter()
+        .filter(|r| r.api.is_some())
+        .map(|r| r.version.clone())
+        .collect();
+    let joins_kind = resource && !siblings.is_empty() && !versions.contains(&args.version);
     if resource && !versions.contains(&args.version) {
         versions.push(args.version.clone());
     }
@@ -246,7 +309,7 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         names,
         resource,
         controller,
-        namespaced: args.namespaced,
+        namespaced,
         versions,
         joins_kind,
     })
@@ -268,7 +331,59 @@ fn ask(flag: Option<bool>, question: &str, default: bool) -> anyhow::Result<bool
         .context("failed to read the answer")
 }
 
-fn plan(root: &Path, project: &Project, request: &Request) -> anyhow::Result<Plan> {
+/// What planning needs from the disk, read before it.
+struct Disk {
+    /// The kind's CRD file, when this version joins a kind whose CRD exists and lacks it.
+    crd_to_join: Option<String>,
+    /// Every `.rs` file under `operator/src`, for the RBAC markers.
+    operator_sources: BTreeMap<PathBuf, String>,
+}
+
+impl Disk {
+    fn read(root: &Path, request: &Request) -> anyhow::Result<Self> {
+        let names = &request.names;
+        let crd_path = root.join(crd_path(names));
+        let crd_to_join = std::fs::read_to_string(&crd_path)
+            .ok()
+            .filter(|_| request.joins_kind)
+            .filter(|text| !crd_lists_version(text, &names.version));
+        let mut operator_sources = BTreeMap::new();
+        let src = root.join("operator/src");
+        for entry in walkdir::WalkDir::new(&src).sort_by_file_name() {
+            let entry = entry.with_context(|| format!("failed to read `{}`", src.display()))?;
+            if entry.file_type().is_file() && entry.path().extension().is_some_and(|e| e == "rs") {
+                let relative = entry
+                    .path()
+                    .strip_prefix(root)
+                    .unwrap_or(entry.path())
+                    .to_path_buf();
+                let text = std::fs::read_to_string(entry.path())
+                    .with_context(|| format!("failed to read `{}`", relative.display()))?;
+                operator_sources.insert(relative, text);
+            }
+        }
+        Ok(Self {
+            crd_to_join,
+            operator_sources,
+        })
+    }
+}
+
+/// `config/crd/bases/<group>_<plural>.yaml`.
+fn crd_path(names: &ResourceNames) -> PathBuf {
+    PathBuf::from("config/crd/bases")
+        .join(format!("{}_{}.yaml", names.qualified_group, names.plural))
+}
+
+/// Whether a CRD file already lists `version`.
+fn crd_lists_version(crd: &str, version: &str) -> bool {
+    serde_yaml::from_str::<serde_yaml::Value>(crd)
+        .ok()
+        .and_then(|value| value["spec"]["versions"].as_sequence().cloned())
+        .is_some_and(|versions| versions.iter().any(|v| v["name"].as_str() == Some(version)))
+}
+
+fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Plan> {
     let names = &request.names;
     let crd_file = format!("{}_{}.yaml", names.qualified_group, names.plural);
     let sample_file = format!(
@@ -286,7 +401,7 @@ fn plan(root: &Path, project: &Project, request: &Request) -> anyhow::Result<Pla
         kind_yaml: yaml_scalar(&names.kind),
         plural_yaml: yaml_scalar(&names.plural),
         singular_yaml: yaml_scalar(&names.kind_lower),
-        short_name_yaml: yaml_scalar(&names.short_name),
+        short_name_yaml: names.short_name.as_deref().map(yaml_scalar),
         crd_file: crd_file.clone(),
         sample_file: sample_file.clone(),
     };
@@ -310,10 +425,8 @@ fn plan(root: &Path, project: &Project, request: &Request) -> anyhow::Result<Pla
 
     let mut plan = Plan::default();
     if request.resource {
-        let crd_path = PathBuf::from("config/crd/bases").join(&crd_file);
-        let existing_crd = std::fs::read_to_string(root.join(&crd_path))
-            .ok()
-            .filter(|_| request.joins_kind);
+        let crd_path = crd_path(names);
+        let existing_crd = disk.crd_to_join.as_ref();
         let crd_context = context_with_versions(&context, request, existing_crd.is_some())?;
         let mut files = scaffold::render_set("api", &crd_context, &paths, shared)?;
         // A new version of a kind whose CRD exists joins that CRD, which may hold schema
@@ -347,7 +460,8 @@ fn plan(root: &Path, project: &Project, request: &Request) -> anyhow::Result<Pla
             &controller_context,
             &paths,
         )?);
-        plan.files.push(role(root, project, &plan.files)?);
+        plan.files
+            .push(role(project, &disk.operator_sources, &plan.files)?);
     }
     Ok(plan)
 }
@@ -375,23 +489,12 @@ fn context_with_versions(
 }
 
 /// `config/rbac/role.yaml` from the RBAC markers of `operator/src`, as this plan leaves it.
-fn role(root: &Path, project: &Project, planned: &[PlannedFile]) -> anyhow::Result<PlannedFile> {
-    let mut sources: std::collections::BTreeMap<PathBuf, String> =
-        std::collections::BTreeMap::new();
-    let src = root.join("operator/src");
-    for entry in walkdir::WalkDir::new(&src).sort_by_file_name() {
-        let entry = entry.with_context(|| format!("failed to read `{}`", src.display()))?;
-        if entry.file_type().is_file() && entry.path().extension().is_some_and(|e| e == "rs") {
-            let relative = entry
-                .path()
-                .strip_prefix(root)
-                .unwrap_or(entry.path())
-                .to_path_buf();
-            let text = std::fs::read_to_string(entry.path())
-                .with_context(|| format!("failed to read `{}`", relative.display()))?;
-            sources.insert(relative, text);
-        }
-    }
+fn role(
+    project: &Project,
+    on_disk: &BTreeMap<PathBuf, String>,
+    planned: &[PlannedFile],
+) -> anyhow::Result<PlannedFile> {
+    let mut sources = on_disk.clone();
     for file in planned {
         if file.path.starts_with("operator/src") && file.path.extension().is_some_and(|e| e == "rs")
         {

@@ -18,7 +18,7 @@ use crate::versions;
 const PROJECT_MARKERS: &[&str] = &["PROJECT", "Makefile", "Cargo.toml", "operator"];
 
 /// Generated files that are often the user's own already; an existing one is kept.
-const USER_FILES: &[&str] = &["README.md", ".gitignore", ".dockerignore"];
+const USER_FILES: &[&str] = &["README.md", ".gitignore", ".dockerignore", "Cargo.lock"];
 
 /// What the templates of `init` receive: every name already derived.
 #[derive(Debug, Serialize)]
@@ -45,7 +45,9 @@ struct Context {
 pub fn run(args: InitArgs) -> anyhow::Result<()> {
     let root = std::env::current_dir().context("failed to read the current directory")?;
     let (context, project) = resolve(&args, &root)?;
-    if !args.force {
+    if args.force {
+        refuse_project_with_apis(&root)?;
+    } else {
         refuse_existing_project(&root)?;
     }
     let plan = plan(&context, &project)?;
@@ -129,6 +131,27 @@ fn refuse_existing_project(root: &Path) -> anyhow::Result<()> {
             "the current directory is already initialized: found `{found}`"
         ))
         .help("run `rsbuilder init` in a new directory, or pass --force to scaffold over the existing files")
+        .into());
+    }
+    Ok(())
+}
+
+/// `--force` scaffolds the files of `init` again; in a project that has APIs that would cut
+/// them loose from `main.rs`, `lib.rs` and the kustomizations, so it is refused.
+fn refuse_project_with_apis(root: &Path) -> anyhow::Result<()> {
+    if !root.join(project::FILE).is_file() {
+        return Ok(());
+    }
+    let existing = project::load(root)?;
+    if let Some(first) = existing.resources.first() {
+        return Err(UserError::new(format!(
+            "the project already has {} API{} ({} first): `init --force` would unwire {}",
+            existing.resources.len(),
+            if existing.resources.len() == 1 { "" } else { "s" },
+            first.kind,
+            if existing.resources.len() == 1 { "it" } else { "them" },
+        ))
+        .help("run `rsbuilder init` in a new directory, or scaffold a single API again with `create api --force`")
         .into());
     }
     Ok(())

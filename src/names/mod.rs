@@ -69,6 +69,7 @@ const PRELUDE: &[&str] = &[
 const CONTROLLER_SCOPE: &[&str] = &[
     "Action",
     "Api",
+    "ApiServer",
     "Arc",
     "Body",
     "Client",
@@ -84,19 +85,54 @@ const CONTROLLER_SCOPE: &[&str] = &[
     "Method",
     "Metrics",
     "Mutex",
+    "Object",
     "ObjectRef",
     "Patch",
     "PatchParams",
     "PoisonError",
     "Recorder",
+    "Registration",
     "Reporter",
     "Request",
     "Resource",
     "ResourceExt",
     "Response",
+    "Spec",
+    "Status",
     "StreamExt",
     "Value",
 ];
+
+/// Crates the generated project depends on: a project named like one would shadow it.
+const DEPENDENCIES: &[&str] = &[
+    "anyhow",
+    "assert-json-diff",
+    "axum",
+    "axum-server",
+    "clap",
+    "futures",
+    "http",
+    "k8s-openapi",
+    "kube",
+    "kube-lease-manager",
+    "prometheus-client",
+    "rcgen",
+    "rustls",
+    "schemars",
+    "serde",
+    "serde-json",
+    "serde-yaml",
+    "thiserror",
+    "tokio",
+    "tokio-util",
+    "tower",
+    "tower-test",
+    "tracing",
+    "tracing-subscriber",
+];
+
+/// Longest project name: `<name>-system` names the manager's namespace, a DNS-1123 label.
+const MAX_PROJECT_NAME: usize = 63 - "-system".len();
 
 /// Names cargo refuses for a package: the standard library's crates and its own directories.
 const CARGO_RESERVED: &[&str] = &[
@@ -156,8 +192,15 @@ pub fn validate_project_name(name: &str, from_directory: bool) -> Result<(), Use
         Some(
             "must be a lowercase RFC 1123 label (lowercase letters, digits and `-`, at most 63 characters, starting and ending with a letter or digit)",
         )
+    } else if name.len() > MAX_PROJECT_NAME {
+        Some("must be at most 56 characters, so that `<name>-system` names a namespace")
     } else if !name.as_bytes()[0].is_ascii_lowercase() {
         Some("must start with a letter, because it names the project's Rust crates")
+    } else if name.contains("--") {
+        Some("must not hold `--`, because it names the project's Rust crates")
+    } else if DEPENDENCIES.contains(&name) || DEPENDENCIES.contains(&format!("{name}-api").as_str())
+    {
+        Some("is the name of a crate the project depends on")
     } else if RUST_KEYWORDS.contains(&crate_ident(name).as_str())
         || CARGO_RESERVED.contains(&crate_ident(name).as_str())
     {
@@ -203,9 +246,11 @@ fn sanitize_label(name: &str) -> Option<String> {
     let out = out
         .trim_start_matches(|c: char| c.is_ascii_digit())
         .trim_matches('-');
-    let out: String = out.chars().take(63).collect();
+    let out: String = out.chars().take(MAX_PROJECT_NAME).collect();
     let out = out.trim_end_matches('-').to_owned();
     let valid = !out.is_empty()
+        && !out.contains("--")
+        && !DEPENDENCIES.contains(&out.as_str())
         && !RUST_KEYWORDS.contains(&crate_ident(&out).as_str())
         && !CARGO_RESERVED.contains(&crate_ident(&out).as_str());
     valid.then_some(out)
@@ -255,6 +300,12 @@ pub fn leader_election_id(project: &str, domain: &str) -> String {
 
 /// Checks `--group`: `<group>.<domain>` must be a DNS-1123 subdomain; empty means the domain.
 pub fn validate_group(group: &str, domain: &str) -> Result<(), UserError> {
+    if group == "bin" {
+        return Err(UserError::new(
+            "invalid group `bin`: its module would be `api/src/bin/`, where cargo looks for binaries",
+        )
+        .help("pick another group name"));
+    }
     if group.is_empty() || is_dns1123_subdomain(&format!("{group}.{domain}")) {
         return Ok(());
     }
@@ -355,6 +406,15 @@ fn module(name: &str) -> (String, String) {
     (name.to_owned(), name.to_owned())
 }
 
+/// `<group>.<domain>`, or the domain alone for the empty group.
+pub fn qualified_group(group: &str, domain: &str) -> String {
+    if group.is_empty() {
+        domain.to_owned()
+    } else {
+        format!("{group}.{domain}")
+    }
+}
+
 /// Every name derived from one group, version and kind. Templates receive these and compute
 /// none of their own.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -384,8 +444,8 @@ pub struct ResourceNames {
     pub plural: String,
     /// Whether `plural` differs from what `plural::plural` computes.
     pub plural_overridden: bool,
-    /// The CRD's short name (`aotp`).
-    pub short_name: String,
+    /// The CRD's short name (`aotp`), if it has one.
+    pub short_name: Option<String>,
     /// `appotps.appotp.learn.com`.
     pub crd_name: String,
     /// The controller's name (`appotp-appotp`): metrics label, field manager.
@@ -399,11 +459,7 @@ pub struct ResourceNames {
 impl ResourceNames {
     /// Derives every name; the inputs must have passed validation.
     pub fn new(group: &str, version: &str, kind: &str, plural: Option<&str>, domain: &str) -> Self {
-        let qualified_group = if group.is_empty() {
-            domain.to_owned()
-        } else {
-            format!("{group}.{domain}")
-        };
+        let qualified_group = qualified_group(group, domain);
         let group_label = if group.is_empty() { domain } else { group };
         let (group_module, group_dir) = module(&group_label.replace(['.', '-'], "_"));
         let (kind_module, kind_file) = module(&kind.to_snake_case());
@@ -415,12 +471,13 @@ impl ResourceNames {
             .filter(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
             .collect::<String>()
             .to_lowercase();
-        let short_name =
+        let short_name = Some(
             if initials.len() >= 2 && initials.starts_with(|c: char| c.is_ascii_lowercase()) {
                 initials
             } else {
                 kind_lower.clone()
-            };
+            },
+        );
         let kind_type = if CONTROLLER_SCOPE.contains(&kind) {
             format!("{kind}Kind")
         } else {
@@ -530,7 +587,7 @@ mod tests {
             ("appotp", "app_otp", "app_otp")
         );
         assert_eq!(names.crd_name, "appotps.appotp.learn.com");
-        assert_eq!(names.short_name, "aotp");
+        assert_eq!(names.short_name.as_deref(), Some("aotp"));
         assert_eq!(names.file_prefix, "appotp_app_otp");
         assert!(!names.plural_overridden);
 
@@ -555,7 +612,7 @@ mod tests {
         let names = ResourceNames::new("", "v1", "Widget", None, "learn.com");
         assert_eq!(names.qualified_group, "learn.com");
         assert_eq!(names.group_module, "learn_com");
-        assert_eq!(names.short_name, "widget");
+        assert_eq!(names.short_name.as_deref(), Some("widget"));
     }
 
     #[test]
@@ -605,6 +662,9 @@ mod tests {
             ("test", "my-operator"),
             ("fn", "my-operator"),
             ("op-", "op"),
+            ("my--op", "my-op"),
+            ("kube", "my-operator"),
+            ("tokio", "my-operator"),
         ] {
             let error = validate_project_name(bad, false).unwrap_err();
             assert!(
@@ -619,7 +679,9 @@ mod tests {
                 "{bad}"
             );
         }
-        assert!(validate_project_name(&"a".repeat(64), false).is_err());
+        assert!(validate_project_name(&"a".repeat(56), false).is_ok());
+        assert!(validate_project_name(&"a".repeat(57), false).is_err());
+        assert!(validate_group("bin", "learn.com").is_err());
         let error = validate_project_name("My_Operator", true).unwrap_err();
         assert!(
             error.to_string().contains("from the directory name"),

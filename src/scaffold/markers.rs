@@ -1,6 +1,7 @@
 //! Scaffold markers: `// +rsbuilder:scaffold:<name>` in Rust, `# +rsbuilder:scaffold:<name>`
-//! in YAML, TOML and Makefiles. A fragment goes just above its marker, indented like it; a
-//! fragment whose lines already stand together in the file is not added again.
+//! in YAML, TOML and Makefiles. A fragment goes just above its marker, indented like it; each
+//! of its lines that the file already has (a module, a list entry) is left out, so inserting
+//! twice changes nothing.
 
 use std::path::Path;
 
@@ -54,22 +55,22 @@ pub fn insert(
         )));
     };
 
-    let wanted: Vec<&str> = fragment
+    // Fragments are lists of declarations or entries: a line the file has already is not
+    // added again, even where the user moved it or edited its neighbours.
+    let present: std::collections::HashSet<&str> = lines.iter().map(|line| line.trim()).collect();
+    let missing: Vec<&str> = fragment
         .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty())
+        .filter(|line| line.trim().is_empty() || !present.contains(line.trim()))
         .collect();
-    if wanted.is_empty() || contains_run(&lines, &wanted) {
+    if missing.iter().all(|line| line.trim().is_empty()) {
         return Ok(None);
     }
 
     // A fragment that starts with a blank line wants a blank line above it, unless there is
     // one already (or nothing at all), so that rustfmt finds no doubled blank lines.
-    let mut fragment = fragment;
-    if let Some(rest) = fragment.strip_prefix('\n')
-        && (at == 0 || lines[at - 1].trim().is_empty())
-    {
-        fragment = rest;
+    let mut missing = missing.as_slice();
+    if missing[0].trim().is_empty() && (at == 0 || lines[at - 1].trim().is_empty()) {
+        missing = &missing[1..];
     }
 
     let indent: String = lines[at]
@@ -80,7 +81,7 @@ pub fn insert(
     for line in &lines[..at] {
         out.push_str(line);
     }
-    for line in fragment.lines() {
+    for line in missing {
         if line.trim().is_empty() {
             out.push_str(newline);
         } else {
@@ -93,16 +94,6 @@ pub fn insert(
         out.push_str(line);
     }
     Ok(Some(out))
-}
-
-/// Whether `wanted` (trimmed, non-empty lines) stands consecutively among the non-empty lines.
-fn contains_run(lines: &[&str], wanted: &[&str]) -> bool {
-    let have: Vec<&str> = lines
-        .iter()
-        .map(|line| line.trim())
-        .filter(|line| !line.is_empty())
-        .collect();
-    have.windows(wanted.len()).any(|window| window == wanted)
 }
 
 #[cfg(test)]
@@ -140,6 +131,23 @@ mod tests {
         assert!(
             twice.contains("a(),\n        b(),\n        // +rsbuilder"),
             "{twice}"
+        );
+    }
+
+    #[test]
+    fn lines_the_file_has_already_are_left_out() {
+        let path = Path::new("src/v1/mod.rs");
+        let edited = "pub mod app_otp;\npub use app_otp::{AppOTP, AppOTPSpec};\n// +rsbuilder:scaffold:kinds\n";
+        let fragment = "\npub mod app_otp;\npub use app_otp::AppOTP;\n";
+        let out = insert(path, edited, "kinds", fragment).unwrap().unwrap();
+        assert_eq!(out.matches("pub mod app_otp;").count(), 1, "{out}");
+        let yaml = "resources:\n- a.yaml\n- c.yaml\n# +rsbuilder:scaffold:list\n";
+        let out = insert(Path::new("k.yaml"), yaml, "list", "- a.yaml\n- b.yaml\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            out,
+            "resources:\n- a.yaml\n- c.yaml\n- b.yaml\n# +rsbuilder:scaffold:list\n"
         );
     }
 

@@ -65,7 +65,7 @@ fn a_kind_gets_types_a_controller_and_manifests() {
     );
     assert!(
         ws.read("api/src/lib.rs")
-            .contains("<appotp::v1::AppOTP as kube::CustomResourceExt>::crd(),")
+            .contains("<appotp::v1::AppOTP as ::kube::CustomResourceExt>::crd(),")
     );
     assert!(
         ws.read("config/default/kustomization.yaml")
@@ -421,4 +421,116 @@ fn a_dry_run_lists_the_changes_and_writes_nothing() {
     assert!(err.contains("would update operator/src/main.rs\n"), "{err}");
     assert!(err.contains("would update PROJECT\n"), "{err}");
     crate::support::assert_same_tree(&before, &ws.snapshot(), "the command");
+}
+
+#[test]
+fn names_shared_across_the_cluster_or_the_tree_are_not_reused() {
+    let ws = project();
+    create(&ws, APPOTP).success();
+    // AuthOTP's initials are AppOTP's short name: it takes its singular instead.
+    create(
+        &ws,
+        &["--group", "appotp", "--version", "v1", "--kind", "AuthOTP"],
+    )
+    .success();
+    assert!(
+        ws.read("api/src/appotp/v1/auth_otp.rs")
+            .contains("shortname = \"authotp\"")
+    );
+    // `ds` is DaemonSet's: DataStore takes its singular.
+    create(
+        &ws,
+        &["--group", "store", "--version", "v1", "--kind", "DataStore"],
+    )
+    .success();
+    assert!(
+        ws.read("config/crd/bases/store.learn.com_datastores.yaml")
+            .contains("    shortNames:\n    - datastore\n")
+    );
+    // Groups `app-otp` and `app.otp` would both live in the module `app_otp`.
+    create(
+        &ws,
+        &["--group", "app-otp", "--version", "v1", "--kind", "Widget"],
+    )
+    .success();
+    refuses(
+        &ws,
+        &["--group", "app.otp", "--version", "v1", "--kind", "Gadget"],
+        "group `app.otp.learn.com` would share the module `app_otp` with group `app-otp.learn.com`",
+        "pick a group that differs by more than `.` or `-`",
+    );
+}
+
+#[test]
+fn the_scope_follows_the_kinds_other_versions() {
+    let ws = project();
+    create(
+        &ws,
+        &[
+            "--group",
+            "fleet",
+            "--version",
+            "v1",
+            "--kind",
+            "Ship",
+            "--namespaced=false",
+        ],
+    )
+    .success();
+    create(
+        &ws,
+        &["--group", "fleet", "--version", "v2", "--kind", "Ship"],
+    )
+    .success();
+    assert!(
+        !ws.read("api/src/fleet/v2/ship.rs")
+            .contains("    namespaced,\n")
+    );
+    assert!(
+        ws.read("config/crd/bases/fleet.learn.com_ships.yaml")
+            .contains("  scope: Cluster\n")
+    );
+}
+
+#[test]
+fn a_namespaced_project_refuses_cluster_scoped_kinds() {
+    let ws = Workspace::new("ns-operator");
+    ws.run(&["init", "--domain", "learn.com", "--namespaced"])
+        .success();
+    refuses(
+        &ws,
+        &[
+            "--group",
+            "fleet",
+            "--version",
+            "v1",
+            "--kind",
+            "Ship",
+            "--namespaced=false",
+        ],
+        "fleet.learn.com/v1, Kind=Ship would be cluster-scoped, but the project is namespaced",
+        "pass `--namespaced=true`",
+    );
+    create(
+        &ws,
+        &["--group", "fleet", "--version", "v1", "--kind", "Ship"],
+    )
+    .success();
+    let role = ws.read("config/rbac/role.yaml");
+    assert!(
+        role.contains("kind: Role\nmetadata:\n  name: manager-role\n  namespace: system\n"),
+        "{role}"
+    );
+    assert!(role.contains("  - ships/finalizers\n"), "{role}");
+}
+
+#[test]
+fn groups_that_cannot_be_modules_are_refused() {
+    let ws = project();
+    refuses(
+        &ws,
+        &["--group", "bin", "--version", "v1", "--kind", "Widget"],
+        "invalid group `bin`: its module would be `api/src/bin/`",
+        "pick another group name",
+    );
 }

@@ -32,6 +32,8 @@ const SCENARIOS: &[Scenario] = &[
             "create api --group fleet --version v1 --kind Loop --resource=true --controller=false",
             "create api --group fleet --version v1 --kind Loop --resource=false --controller=true",
             "create api --group fleet --version v1 --kind Person --plural persons --controller=false",
+            // A long kind in a dotted group, where rustfmt would rewrap lines that grow with names.
+            "create api --group security.platform --version v1alpha1 --kind CertificateRequestPolicy",
             // Scaffolding a kind again rewrites its own files and duplicates no insertion.
             "create api --group appotp --version v1 --kind AppOTP --force",
         ],

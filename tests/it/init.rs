@@ -274,3 +274,26 @@ fn text_that_would_break_the_manifests_is_refused() {
         "pass `--repo https://github.com/<owner>/<project>`",
     );
 }
+
+#[test]
+fn force_is_refused_where_apis_exist() {
+    let ws = Workspace::new("otp-operator");
+    ws.run(&["init", "--domain", "learn.com"]).success();
+    ws.run(&[
+        "create",
+        "api",
+        "--group",
+        "appotp",
+        "--version",
+        "v1",
+        "--kind",
+        "AppOTP",
+    ])
+    .success();
+    refuses(
+        &ws,
+        &["init", "--domain", "learn.com", "--force"],
+        "the project already has 1 API (AppOTP first): `init --force` would unwire it",
+        "run `rsbuilder init` in a new directory",
+    );
+}

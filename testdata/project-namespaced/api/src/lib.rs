@@ -3,7 +3,7 @@
 //! This crate holds only the types (kube with the `derive` feature, no client), so it builds fast
 //! and other programs can depend on it to talk to these resources.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use ::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 pub mod ship;
 // +rsbuilder:scaffold:groups
@@ -17,7 +17,7 @@ pub mod ship;
 /// or when not exactly one of them is the storage version.
 pub fn crds() -> Result<Vec<CustomResourceDefinition>, String> {
     merge_versions(vec![
-        <ship::v1::Captain as kube::CustomResourceExt>::crd(),
+        <ship::v1::Captain as ::kube::CustomResourceExt>::crd(),
         // +rsbuilder:scaffold:crds
     ])
 }
@@ -49,7 +49,7 @@ fn merge_versions(
                      mark the others with `storage = false` in their #[kube(...)]"
                 ));
             };
-            kube::core::crd::merge_crds(versions, stored)
+            ::kube::core::crd::merge_crds(versions, stored)
                 .map_err(|error| format!("{name}: {error}"))
         })
         .collect()

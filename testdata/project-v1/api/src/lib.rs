@@ -3,11 +3,13 @@
 //! This crate holds only the types (kube with the `derive` feature, no client), so it builds fast
 //! and other programs can depend on it to talk to these resources.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use ::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 pub mod appotp;
 
 pub mod fleet;
+
+pub mod security_platform;
 // +rsbuilder:scaffold:groups
 
 /// Every CustomResourceDefinition of this crate, the versions of each kind merged into one.
@@ -19,12 +21,13 @@ pub mod fleet;
 /// or when not exactly one of them is the storage version.
 pub fn crds() -> Result<Vec<CustomResourceDefinition>, String> {
     merge_versions(vec![
-        <appotp::v1::AppOTP as kube::CustomResourceExt>::crd(),
-        <appotp::v1::Policy as kube::CustomResourceExt>::crd(),
-        <appotp::v2::AppOTP as kube::CustomResourceExt>::crd(),
-        <fleet::v1beta1::Client as kube::CustomResourceExt>::crd(),
-        <fleet::v1::Loop as kube::CustomResourceExt>::crd(),
-        <fleet::v1::Person as kube::CustomResourceExt>::crd(),
+        <appotp::v1::AppOTP as ::kube::CustomResourceExt>::crd(),
+        <appotp::v1::Policy as ::kube::CustomResourceExt>::crd(),
+        <appotp::v2::AppOTP as ::kube::CustomResourceExt>::crd(),
+        <fleet::v1beta1::Client as ::kube::CustomResourceExt>::crd(),
+        <fleet::v1::Loop as ::kube::CustomResourceExt>::crd(),
+        <fleet::v1::Person as ::kube::CustomResourceExt>::crd(),
+        <security_platform::v1alpha1::CertificateRequestPolicy as ::kube::CustomResourceExt>::crd(),
         // +rsbuilder:scaffold:crds
     ])
 }
@@ -56,7 +59,7 @@ fn merge_versions(
                      mark the others with `storage = false` in their #[kube(...)]"
                 ));
             };
-            kube::core::crd::merge_crds(versions, stored)
+            ::kube::core::crd::merge_crds(versions, stored)
                 .map_err(|error| format!("{name}: {error}"))
         })
         .collect()

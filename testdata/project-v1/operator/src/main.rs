@@ -18,6 +18,7 @@ async fn main() -> anyhow::Result<()> {
         controllers::appotp::policy::registration(),
         controllers::fleet::client::registration(),
         controllers::fleet::r#loop::registration(),
+        controllers::security_platform::certificate_request_policy::registration(),
         // +rsbuilder:scaffold:controllers
     ];
     Manager::new(args).await?.run(controllers).await

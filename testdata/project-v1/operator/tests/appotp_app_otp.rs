@@ -7,6 +7,7 @@ use std::time::Duration;
 use http::{Method, Request, Response};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
 use kube::Client;
+use kube::Resource;
 use kube::client::Body;
 use kube::runtime::controller::Action;
 use serde_json::Value;
@@ -15,6 +16,7 @@ use tower_test::mock;
 use otp_operator::controllers::appotp::app_otp::Context;
 use otp_operator::controllers::appotp::app_otp::Error;
 use otp_operator::controllers::appotp::app_otp::FINALIZER;
+use otp_operator::controllers::appotp::app_otp::NAME;
 use otp_operator::controllers::appotp::app_otp::error_policy;
 use otp_operator::controllers::appotp::app_otp::reconcile;
 use otp_operator_api::appotp::v1::app_otp::AppOTP;
@@ -22,6 +24,9 @@ use otp_operator_api::appotp::v1::app_otp::AppOTPSpec;
 use otp_operator_api::appotp::v1::app_otp::AppOTPStatus;
 
 type ApiServer = mock::Handle<Request<Body>, Response<Body>>;
+type Object = AppOTP;
+type Spec = AppOTPSpec;
+type Status = AppOTPStatus;
 
 fn context() -> (Arc<Context>, ApiServer) {
     let (service, server) = mock::pair::<Request<Body>, Response<Body>>();
@@ -29,8 +34,8 @@ fn context() -> (Arc<Context>, ApiServer) {
     (Arc::new(Context::new(client, Arc::default())), server)
 }
 
-fn object(finalizers: &[&str]) -> AppOTP {
-    let mut object = AppOTP::new("test", AppOTPSpec { size: 1 });
+fn object(finalizers: &[&str]) -> Object {
+    let mut object = Object::new("test", Spec { size: 1 });
     object.metadata.namespace = Some("default".into());
     object.metadata.uid = Some("6a0e7a5e-0000-4000-8000-000000000001".into());
     object.metadata.generation = Some(1);
@@ -72,14 +77,17 @@ async fn expect_no_more(mut server: ApiServer) {
     }
 }
 
-const PATH: &str = "/apis/appotp.learn.com/v1/namespaces/default/appotps/test";
+/// The URL path of the test object.
+fn path() -> String {
+    format!("{}/test", Object::url_path(&(), Some("default")))
+}
 
 #[tokio::test]
 async fn a_new_resource_gets_the_finalizer_first() {
     let (ctx, mut server) = context();
     let reconciling = tokio::spawn(reconcile(Arc::new(object(&[])), ctx));
     let with_finalizer = serde_json::to_value(object(&[FINALIZER])).unwrap();
-    let (_, patch) = expect(&mut server, Method::PATCH, PATH, |_| with_finalizer).await;
+    let (_, patch) = expect(&mut server, Method::PATCH, &path(), |_| with_finalizer).await;
     assert!(
         patch.to_string().contains(FINALIZER),
         "finalizer patch: {patch}"
@@ -96,7 +104,7 @@ async fn a_new_resource_gets_a_ready_status_and_an_event() {
     let (query, body) = expect(
         &mut server,
         Method::PATCH,
-        &format!("{PATH}/status"),
+        &format!("{}/status", path()),
         |patch| {
             let mut object = serde_json::to_value(object(&[FINALIZER])).unwrap();
             object["status"] = patch["status"].clone();
@@ -104,11 +112,9 @@ async fn a_new_resource_gets_a_ready_status_and_an_event() {
         },
     )
     .await;
-    assert!(
-        query.contains("fieldManager=appotp-appotp") && query.contains("force=true"),
-        "{query}"
-    );
-    assert_eq!(body["kind"], "AppOTP");
+    assert!(query.contains(&format!("fieldManager={NAME}")), "{query}");
+    assert!(query.contains("force=true"), "{query}");
+    assert_eq!(body["kind"], Object::kind(&()).as_ref());
     assert_eq!(body["status"]["observedGeneration"], 1);
     assert_eq!(body["status"]["conditions"][0]["type"], "Ready");
     assert_eq!(body["status"]["conditions"][0]["status"], "True");
@@ -134,12 +140,12 @@ async fn a_new_resource_gets_a_ready_status_and_an_event() {
 async fn an_unchanged_resource_needs_no_request() {
     let (ctx, server) = context();
     let mut ready = object(&[FINALIZER]);
-    ready.status = Some(AppOTPStatus {
+    ready.status = Some(Status {
         conditions: vec![metav1::Condition {
             type_: "Ready".into(),
             status: "True".into(),
             reason: "Reconciled".into(),
-            message: "The AppOTP is reconciled".into(),
+            message: format!("The {} is reconciled", Object::kind(&())),
             observed_generation: Some(1),
             last_transition_time: metav1::Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
         }],
@@ -171,7 +177,7 @@ async fn a_deleted_resource_is_cleaned_up_then_released() {
     )
     .await;
     assert_eq!(event["reason"], "CleanedUp");
-    let (_, patch) = expect(&mut server, Method::PATCH, PATH, |_| released).await;
+    let (_, patch) = expect(&mut server, Method::PATCH, &path(), |_| released).await;
     assert!(
         patch.to_string().contains("remove"),
         "finalizer removal: {patch}"

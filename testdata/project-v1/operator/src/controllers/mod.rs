@@ -6,4 +6,6 @@
 pub mod appotp;
 
 pub mod fleet;
+
+pub mod security_platform;
 // +rsbuilder:scaffold:modules

@@ -1,5 +1,5 @@
 //! Version `v1` of the `ship.example.org` API group.
 
 pub mod captain;
-pub use captain::Captain;
+pub use self::captain::Captain;
 // +rsbuilder:scaffold:kinds

@@ -1,8 +1,8 @@
 //! Version `v1` of the `appotp.learn.com` API group.
 
 pub mod app_otp;
-pub use app_otp::AppOTP;
+pub use self::app_otp::AppOTP;
 
 pub mod policy;
-pub use policy::Policy;
+pub use self::policy::Policy;
 // +rsbuilder:scaffold:kinds

@@ -1,5 +1,5 @@
 //! Version `v2` of the `appotp.learn.com` API group.
 
 pub mod app_otp;
-pub use app_otp::AppOTP;
+pub use self::app_otp::AppOTP;
 // +rsbuilder:scaffold:kinds

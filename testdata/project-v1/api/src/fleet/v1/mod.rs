@@ -1,8 +1,8 @@
 //! Version `v1` of the `fleet.learn.com` API group.
 
 pub mod r#loop;
-pub use r#loop::Loop;
+pub use self::r#loop::Loop;
 
 pub mod person;
-pub use person::Person;
+pub use self::person::Person;
 // +rsbuilder:scaffold:kinds

@@ -1,5 +1,5 @@
 //! Version `v1beta1` of the `fleet.learn.com` API group.
 
 pub mod client;
-pub use client::Client;
+pub use self::client::Client;
 // +rsbuilder:scaffold:kinds

@@ -1,8 +1,8 @@
-//! The controller of `AppOTP` (`appotp.learn.com/v1`): it watches every AppOTP and makes the
-//! cluster match it.
+//! The controller of `AppOTP` (`appotp.learn.com/v1`): it watches every
+//! AppOTP and makes the cluster match it.
 //!
-//! `reconcile` runs whenever an AppOTP changes, and again every five minutes; it must be
-//! idempotent. A finalizer gives it the chance to clean up before an AppOTP is deleted.
+//! `reconcile` runs whenever a AppOTP object changes, and again every five minutes; it must
+//! be idempotent. A finalizer gives it the chance to clean up before the object is deleted.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -24,6 +24,11 @@ use otp_operator_api::appotp::v1::app_otp::AppOTPStatus;
 
 use crate::manager::{ControllerContext, Registration};
 use crate::metrics::Metrics;
+
+/// The kind this controller reconciles.
+type Object = AppOTP;
+/// Its status.
+type Status = AppOTPStatus;
 
 /// The controller's name: it labels its metrics and logs, and is its field manager.
 pub const NAME: &str = "appotp-appotp";
@@ -64,7 +69,7 @@ pub struct Context {
     /// The manager's metrics.
     pub metrics: Arc<Metrics>,
     /// Consecutive failures per AppOTP, for the retry backoff.
-    failures: Mutex<HashMap<ObjectRef<AppOTP>, u32>>,
+    failures: Mutex<HashMap<ObjectRef<Object>, u32>>,
 }
 
 impl Context {
@@ -82,7 +87,7 @@ impl Context {
         }
     }
 
-    fn failures(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectRef<AppOTP>, u32>> {
+    fn failures(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectRef<Object>, u32>> {
         self.failures.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -94,14 +99,17 @@ pub fn registration() -> Registration {
 
 /// Runs the controller until the manager stops it.
 pub async fn run(ctx: ControllerContext) -> anyhow::Result<()> {
-    let api: Api<AppOTP> = match &ctx.watch_namespace {
+    let api: Api<Object> = match &ctx.watch_namespace {
         Some(namespace) => Api::namespaced(ctx.client.clone(), namespace),
         None => Api::all(ctx.client.clone()),
     };
 
     api.list(&ListParams::default().limit(1))
         .await
-        .context("cannot list AppOTPs: is the CRD installed? Run `make install`")?;
+        .with_context(|| {
+            let plural = Object::plural(&());
+            format!("cannot list {plural}: is the CRD installed? Run `make install`")
+        })?;
 
     let controller = Controller::new(api, watcher::Config::default().any_semantic());
     let store = controller.store();
@@ -119,17 +127,18 @@ pub async fn run(ctx: ControllerContext) -> anyhow::Result<()> {
         .for_each(|result| async move {
             match result {
                 Ok((object, _)) => tracing::debug!(%object, "reconciled"),
-                Err(error) => tracing::warn!("reconcile failed: {error}"),
+                // Reconcile errors are logged by `error_policy`; these are the rest.
+                Err(error) => tracing::debug!("controller: {error}"),
             }
         })
         .await;
     Ok(())
 }
 
-/// Makes the cluster match one AppOTP; behind a finalizer, so that deletion runs [`cleanup`].
-pub async fn reconcile(object: Arc<AppOTP>, ctx: Arc<Context>) -> Result<Action, Error> {
+/// Makes the cluster match one AppOTP object; behind a finalizer, so that deletion runs [`cleanup`].
+pub async fn reconcile(object: Arc<Object>, ctx: Arc<Context>) -> Result<Action, Error> {
     let _timer = ctx.metrics.reconcile.start(NAME);
-    let api: Api<AppOTP> = match object.namespace() {
+    let api: Api<Object> = match object.namespace() {
         Some(namespace) => Api::namespaced(ctx.client.clone(), &namespace),
         None => Api::all(ctx.client.clone()),
     };
@@ -153,9 +162,9 @@ pub async fn reconcile(object: Arc<AppOTP>, ctx: Arc<Context>) -> Result<Action,
     result
 }
 
-/// The work for an AppOTP that exists.
-async fn apply(object: &AppOTP, api: &Api<AppOTP>, ctx: &Context) -> Result<Action, Error> {
-    // TODO(user): Create or update what this AppOTP describes here (for owned objects, set
+/// The work for a AppOTP object that exists.
+async fn apply(object: &Object, api: &Api<Object>, ctx: &Context) -> Result<Action, Error> {
+    // TODO(user): Create or update what this object describes here (for owned objects, set
     // `object.controller_owner_ref(&())` and apply them with `PatchParams::apply(NAME)`), and
     // report the outcome in the conditions below.
     let generation = object.metadata.generation;
@@ -167,7 +176,7 @@ async fn apply(object: &AppOTP, api: &Api<AppOTP>, ctx: &Context) -> Result<Acti
         type_: "Ready".into(),
         status: "True".into(),
         reason: "Reconciled".into(),
-        message: "The AppOTP is reconciled".into(),
+        message: format!("The {} is reconciled", Object::kind(&())),
         observed_generation: generation,
         // Keep the transition time while the status stays the same, so that an unchanged
         // status patches to nothing and does not trigger another reconcile.
@@ -177,15 +186,15 @@ async fn apply(object: &AppOTP, api: &Api<AppOTP>, ctx: &Context) -> Result<Acti
         },
     };
     let transitioned = previous.is_none_or(|condition| condition.status != ready.status);
-    let status = AppOTPStatus {
+    let status = Status {
         conditions: vec![ready],
         observed_generation: generation,
     };
 
     if object.status.as_ref() != Some(&status) {
         let patch = serde_json::json!({
-            "apiVersion": AppOTP::api_version(&()),
-            "kind": AppOTP::kind(&()),
+            "apiVersion": Object::api_version(&()),
+            "kind": Object::kind(&()),
             "status": status,
         });
         api.patch_status(
@@ -201,7 +210,11 @@ async fn apply(object: &AppOTP, api: &Api<AppOTP>, ctx: &Context) -> Result<Acti
                 &Event {
                     type_: EventType::Normal,
                     reason: "Reconciled".into(),
-                    note: Some(format!("AppOTP {} is ready", object.name_any())),
+                    note: Some(format!(
+                        "{} {} is ready",
+                        Object::kind(&()),
+                        object.name_any()
+                    )),
                     action: "Reconcile".into(),
                     secondary: None,
                 },
@@ -212,16 +225,20 @@ async fn apply(object: &AppOTP, api: &Api<AppOTP>, ctx: &Context) -> Result<Acti
     Ok(Action::requeue(RESYNC))
 }
 
-/// The work before an AppOTP goes away: the finalizer is removed once this succeeds.
-async fn cleanup(object: &AppOTP, ctx: &Context) -> Result<Action, Error> {
-    // TODO(user): Delete what this AppOTP created outside the cluster. Objects it owns
+/// The work before a AppOTP object goes away: the finalizer is removed once this succeeds.
+async fn cleanup(object: &Object, ctx: &Context) -> Result<Action, Error> {
+    // TODO(user): Delete what this object created outside the cluster. Objects it owns
     // through owner references are deleted by Kubernetes.
     ctx.recorder
         .publish(
             &Event {
                 type_: EventType::Normal,
                 reason: "CleanedUp".into(),
-                note: Some(format!("AppOTP {} is cleaned up", object.name_any())),
+                note: Some(format!(
+                    "{} {} is cleaned up",
+                    Object::kind(&()),
+                    object.name_any()
+                )),
                 action: "Cleanup".into(),
                 secondary: None,
             },
@@ -231,16 +248,16 @@ async fn cleanup(object: &AppOTP, ctx: &Context) -> Result<Action, Error> {
     Ok(Action::await_change())
 }
 
-fn ready_condition(status: &AppOTPStatus) -> Option<&metav1::Condition> {
+fn ready_condition(status: &Status) -> Option<&metav1::Condition> {
     status
         .conditions
         .iter()
         .find(|condition| condition.type_ == "Ready")
 }
 
-/// Decides when a failed AppOTP is retried: after [`BASE_BACKOFF`], doubled for every
+/// Decides when a failed object is retried: after [`BASE_BACKOFF`], doubled for every
 /// consecutive failure, at most [`MAX_BACKOFF`].
-pub fn error_policy(object: Arc<AppOTP>, error: &Error, ctx: Arc<Context>) -> Action {
+pub fn error_policy(object: Arc<Object>, error: &Error, ctx: Arc<Context>) -> Action {
     let mut failures = ctx.failures();
     let count = failures.entry(ObjectRef::from_obj(&*object)).or_insert(0);
     let delay = BASE_BACKOFF

@@ -1,8 +1,8 @@
-//! The controller of `Client` (`fleet.learn.com/v1beta1`): it watches every Client and makes the
-//! cluster match it.
+//! The controller of `Client` (`fleet.learn.com/v1beta1`): it watches every
+//! Client and makes the cluster match it.
 //!
-//! `reconcile` runs whenever an Client changes, and again every five minutes; it must be
-//! idempotent. A finalizer gives it the chance to clean up before an Client is deleted.
+//! `reconcile` runs whenever a Client object changes, and again every five minutes; it must
+//! be idempotent. A finalizer gives it the chance to clean up before the object is deleted.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -24,6 +24,11 @@ use otp_operator_api::fleet::v1beta1::client::ClientStatus;
 
 use crate::manager::{ControllerContext, Registration};
 use crate::metrics::Metrics;
+
+/// The kind this controller reconciles.
+type Object = ClientKind;
+/// Its status.
+type Status = ClientStatus;
 
 /// The controller's name: it labels its metrics and logs, and is its field manager.
 pub const NAME: &str = "fleet-client";
@@ -64,7 +69,7 @@ pub struct Context {
     /// The manager's metrics.
     pub metrics: Arc<Metrics>,
     /// Consecutive failures per Client, for the retry backoff.
-    failures: Mutex<HashMap<ObjectRef<ClientKind>, u32>>,
+    failures: Mutex<HashMap<ObjectRef<Object>, u32>>,
 }
 
 impl Context {
@@ -82,7 +87,7 @@ impl Context {
         }
     }
 
-    fn failures(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectRef<ClientKind>, u32>> {
+    fn failures(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectRef<Object>, u32>> {
         self.failures.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -94,11 +99,14 @@ pub fn registration() -> Registration {
 
 /// Runs the controller until the manager stops it.
 pub async fn run(ctx: ControllerContext) -> anyhow::Result<()> {
-    let api: Api<ClientKind> = Api::all(ctx.client.clone());
+    let api: Api<Object> = Api::all(ctx.client.clone());
 
     api.list(&ListParams::default().limit(1))
         .await
-        .context("cannot list Clients: is the CRD installed? Run `make install`")?;
+        .with_context(|| {
+            let plural = Object::plural(&());
+            format!("cannot list {plural}: is the CRD installed? Run `make install`")
+        })?;
 
     let controller = Controller::new(api, watcher::Config::default().any_semantic());
     let store = controller.store();
@@ -116,17 +124,18 @@ pub async fn run(ctx: ControllerContext) -> anyhow::Result<()> {
         .for_each(|result| async move {
             match result {
                 Ok((object, _)) => tracing::debug!(%object, "reconciled"),
-                Err(error) => tracing::warn!("reconcile failed: {error}"),
+                // Reconcile errors are logged by `error_policy`; these are the rest.
+                Err(error) => tracing::debug!("controller: {error}"),
             }
         })
         .await;
     Ok(())
 }
 
-/// Makes the cluster match one Client; behind a finalizer, so that deletion runs [`cleanup`].
-pub async fn reconcile(object: Arc<ClientKind>, ctx: Arc<Context>) -> Result<Action, Error> {
+/// Makes the cluster match one Client object; behind a finalizer, so that deletion runs [`cleanup`].
+pub async fn reconcile(object: Arc<Object>, ctx: Arc<Context>) -> Result<Action, Error> {
     let _timer = ctx.metrics.reconcile.start(NAME);
-    let api: Api<ClientKind> = Api::all(ctx.client.clone());
+    let api: Api<Object> = Api::all(ctx.client.clone());
 
     let key = ObjectRef::from_obj(&*object);
     let result = finalizer(&api, FINALIZER, object, |event| async {
@@ -147,9 +156,9 @@ pub async fn reconcile(object: Arc<ClientKind>, ctx: Arc<Context>) -> Result<Act
     result
 }
 
-/// The work for an Client that exists.
-async fn apply(object: &ClientKind, api: &Api<ClientKind>, ctx: &Context) -> Result<Action, Error> {
-    // TODO(user): Create or update what this Client describes here (for owned objects, set
+/// The work for a Client object that exists.
+async fn apply(object: &Object, api: &Api<Object>, ctx: &Context) -> Result<Action, Error> {
+    // TODO(user): Create or update what this object describes here (for owned objects, set
     // `object.controller_owner_ref(&())` and apply them with `PatchParams::apply(NAME)`), and
     // report the outcome in the conditions below.
     let generation = object.metadata.generation;
@@ -161,7 +170,7 @@ async fn apply(object: &ClientKind, api: &Api<ClientKind>, ctx: &Context) -> Res
         type_: "Ready".into(),
         status: "True".into(),
         reason: "Reconciled".into(),
-        message: "The Client is reconciled".into(),
+        message: format!("The {} is reconciled", Object::kind(&())),
         observed_generation: generation,
         // Keep the transition time while the status stays the same, so that an unchanged
         // status patches to nothing and does not trigger another reconcile.
@@ -171,15 +180,15 @@ async fn apply(object: &ClientKind, api: &Api<ClientKind>, ctx: &Context) -> Res
         },
     };
     let transitioned = previous.is_none_or(|condition| condition.status != ready.status);
-    let status = ClientStatus {
+    let status = Status {
         conditions: vec![ready],
         observed_generation: generation,
     };
 
     if object.status.as_ref() != Some(&status) {
         let patch = serde_json::json!({
-            "apiVersion": ClientKind::api_version(&()),
-            "kind": ClientKind::kind(&()),
+            "apiVersion": Object::api_version(&()),
+            "kind": Object::kind(&()),
             "status": status,
         });
         api.patch_status(
@@ -195,7 +204,11 @@ async fn apply(object: &ClientKind, api: &Api<ClientKind>, ctx: &Context) -> Res
                 &Event {
                     type_: EventType::Normal,
                     reason: "Reconciled".into(),
-                    note: Some(format!("Client {} is ready", object.name_any())),
+                    note: Some(format!(
+                        "{} {} is ready",
+                        Object::kind(&()),
+                        object.name_any()
+                    )),
                     action: "Reconcile".into(),
                     secondary: None,
                 },
@@ -206,16 +219,20 @@ async fn apply(object: &ClientKind, api: &Api<ClientKind>, ctx: &Context) -> Res
     Ok(Action::requeue(RESYNC))
 }
 
-/// The work before an Client goes away: the finalizer is removed once this succeeds.
-async fn cleanup(object: &ClientKind, ctx: &Context) -> Result<Action, Error> {
-    // TODO(user): Delete what this Client created outside the cluster. Objects it owns
+/// The work before a Client object goes away: the finalizer is removed once this succeeds.
+async fn cleanup(object: &Object, ctx: &Context) -> Result<Action, Error> {
+    // TODO(user): Delete what this object created outside the cluster. Objects it owns
     // through owner references are deleted by Kubernetes.
     ctx.recorder
         .publish(
             &Event {
                 type_: EventType::Normal,
                 reason: "CleanedUp".into(),
-                note: Some(format!("Client {} is cleaned up", object.name_any())),
+                note: Some(format!(
+                    "{} {} is cleaned up",
+                    Object::kind(&()),
+                    object.name_any()
+                )),
                 action: "Cleanup".into(),
                 secondary: None,
             },
@@ -225,16 +242,16 @@ async fn cleanup(object: &ClientKind, ctx: &Context) -> Result<Action, Error> {
     Ok(Action::await_change())
 }
 
-fn ready_condition(status: &ClientStatus) -> Option<&metav1::Condition> {
+fn ready_condition(status: &Status) -> Option<&metav1::Condition> {
     status
         .conditions
         .iter()
         .find(|condition| condition.type_ == "Ready")
 }
 
-/// Decides when a failed Client is retried: after [`BASE_BACKOFF`], doubled for every
+/// Decides when a failed object is retried: after [`BASE_BACKOFF`], doubled for every
 /// consecutive failure, at most [`MAX_BACKOFF`].
-pub fn error_policy(object: Arc<ClientKind>, error: &Error, ctx: Arc<Context>) -> Action {
+pub fn error_policy(object: Arc<Object>, error: &Error, ctx: Arc<Context>) -> Action {
     let mut failures = ctx.failures();
     let count = failures.entry(ObjectRef::from_obj(&*object)).or_insert(0);
     let delay = BASE_BACKOFF
