@@ -38,6 +38,23 @@ const SCENARIOS: &[Scenario] = &[
             "create api --group appotp --version v1 --kind AppOTP --force",
         ],
     },
+    // Names that clash with Rust keywords, with crates, or with what the generated code imports.
+    Scenario {
+        name: "project-names",
+        directory: "names-operator",
+        commands: &[
+            "init --domain example.com",
+            "create api --group kube --version v1 --kind Context",
+            "create api --group super --version v1 --kind Status",
+            "create api --group type --version v1 --kind Match",
+            "create api --group core --version v1 --kind Core",
+            "create api --group std --version v1 --kind Object",
+            "create api --group apps --version v1 --kind Error",
+            "create api --group ops --version v1 --kind Registration",
+            "create api --group ops --version v1 --kind Spec --namespaced=false",
+            "create api --group ops --version v1 --kind ApiServer",
+        ],
+    },
     Scenario {
         name: "project-namespaced",
         directory: "ns-operator",

@@ -14,9 +14,9 @@ use clap::{ArgAction, Parser, ValueEnum};
 /// The name of the Lease that replicas compete for when `--leader-elect` is on.
 pub const LEADER_ELECTION_ID: &str = "4881aefd.learn.com";
 
-/// Flags of the manager.
+/// Runs the controllers of otp-operator.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "manager", version, about = "Runs the otp-operator controllers")]
+#[command(name = "manager", version)]
 pub struct Args {
     /// Address the metrics endpoint binds to: `:8443` for HTTPS, `:8080` for HTTP, or `0` to
     /// disable the endpoint.

@@ -1,0 +1,4 @@
+//! The `apps.example.com` API group.
+
+pub mod v1;
+// +rsbuilder:scaffold:versions

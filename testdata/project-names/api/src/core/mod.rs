@@ -1,0 +1,4 @@
+//! The `core.example.com` API group.
+
+pub mod v1;
+// +rsbuilder:scaffold:versions

@@ -1,0 +1,4 @@
+//! The `super.example.com` API group.
+
+pub mod v1;
+// +rsbuilder:scaffold:versions

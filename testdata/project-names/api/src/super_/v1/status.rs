@@ -1,0 +1,60 @@
+//! The `Status` kind of `super.example.com/v1`.
+//!
+//! The CRD in `config/crd/bases/` is generated from these types: after editing them, run
+//! `make manifests`. Doc comments become the schema's descriptions.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
+
+/// StatusSpec defines the desired state of Status.
+#[derive(
+    kube::CustomResource,
+    serde::Deserialize,
+    serde::Serialize,
+    Clone,
+    Debug,
+    PartialEq,
+    schemars::JsonSchema,
+)]
+#[kube(
+    group = "super.example.com",
+    version = "v1",
+    kind = "Status",
+    plural = "statuses",
+    shortname = "status",
+    namespaced,
+    status = "StatusStatus",
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].status"#
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusSpec {
+    // TODO(user): Replace this example with the fields of your resource. Run `make manifests`
+    // after every change.
+    /// An example field: how many instances to run.
+    #[schemars(range(min = 1, max = 10))]
+    pub size: i32,
+}
+
+/// StatusStatus defines the observed state of Status.
+#[derive(
+    serde::Deserialize, serde::Serialize, Clone, Debug, Default, PartialEq, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusStatus {
+    /// The latest observations of the resource's state. `Ready` sums them up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<metav1::Condition>,
+
+    /// The `metadata.generation` that the status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}

@@ -1,0 +1,4 @@
+//! The controllers of the `apps.example.com` API group.
+
+pub mod error;
+// +rsbuilder:scaffold:controllers

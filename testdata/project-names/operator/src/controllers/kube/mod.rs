@@ -1,0 +1,4 @@
+//! The controllers of the `kube.example.com` API group.
+
+pub mod context;
+// +rsbuilder:scaffold:controllers

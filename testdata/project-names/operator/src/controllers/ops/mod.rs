@@ -1,0 +1,8 @@
+//! The controllers of the `ops.example.com` API group.
+
+pub mod registration;
+
+pub mod spec;
+
+pub mod api_server;
+// +rsbuilder:scaffold:controllers
