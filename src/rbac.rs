@@ -4,12 +4,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
 
 use crate::ui::UserError;
 
 /// Where the manager's role is written.
 pub const ROLE_FILE: &str = "config/rbac/role.yaml";
+
+/// Where the markers are: the operator's sources.
+const SOURCES: &str = "operator/src";
 
 /// The marker prefix.
 const PREFIX: &str = "// +rsbuilder:rbac:";
@@ -143,6 +148,41 @@ fn parse(body: &str) -> Result<Marker, String> {
         return Err("an empty resource or URL".into());
     }
     Ok(marker)
+}
+
+/// Every `.rs` file under `operator/src` of the project at `root`, by relative path.
+pub fn read_sources(root: &Path) -> anyhow::Result<BTreeMap<PathBuf, String>> {
+    let mut sources = BTreeMap::new();
+    let dir = root.join(SOURCES);
+    for entry in walkdir::WalkDir::new(&dir).sort_by_file_name() {
+        let entry = entry.with_context(|| format!("failed to read `{SOURCES}`"))?;
+        if entry.file_type().is_file() && entry.path().extension().is_some_and(|e| e == "rs") {
+            let relative = entry
+                .path()
+                .strip_prefix(root)
+                .unwrap_or(entry.path())
+                .to_path_buf();
+            let text = std::fs::read_to_string(entry.path())
+                .with_context(|| format!("failed to read `{}`", relative.display()))?;
+            sources.insert(relative, text);
+        }
+    }
+    Ok(sources)
+}
+
+/// `config/rbac/role.yaml` for the markers of `sources` (relative path → text); files outside
+/// `operator/src` are ignored.
+pub fn role_from_sources<'a>(
+    sources: impl IntoIterator<Item = (&'a Path, &'a str)>,
+    namespaced_project: bool,
+) -> Result<String, UserError> {
+    let mut found = Vec::new();
+    for (path, text) in sources {
+        if path.starts_with(SOURCES) && path.extension().is_some_and(|e| e == "rs") {
+            found.extend(markers(path, text)?);
+        }
+    }
+    Ok(role_yaml(&found, namespaced_project))
 }
 
 /// A merged rule.

@@ -347,21 +347,7 @@ impl Disk {
             .ok()
             .filter(|_| request.joins_kind)
             .filter(|text| !crd_lists_version(text, &names.version));
-        let mut operator_sources = BTreeMap::new();
-        let src = root.join("operator/src");
-        for entry in walkdir::WalkDir::new(&src).sort_by_file_name() {
-            let entry = entry.with_context(|| format!("failed to read `{}`", src.display()))?;
-            if entry.file_type().is_file() && entry.path().extension().is_some_and(|e| e == "rs") {
-                let relative = entry
-                    .path()
-                    .strip_prefix(root)
-                    .unwrap_or(entry.path())
-                    .to_path_buf();
-                let text = std::fs::read_to_string(entry.path())
-                    .with_context(|| format!("failed to read `{}`", relative.display()))?;
-                operator_sources.insert(relative, text);
-            }
-        }
+        let operator_sources = rbac::read_sources(root)?;
         Ok(Self {
             crd_to_join,
             operator_sources,
@@ -494,20 +480,16 @@ fn role(
     on_disk: &BTreeMap<PathBuf, String>,
     planned: &[PlannedFile],
 ) -> anyhow::Result<PlannedFile> {
-    let mut sources = on_disk.clone();
+    let mut sources: BTreeMap<&Path, &str> = on_disk
+        .iter()
+        .map(|(path, text)| (path.as_path(), text.as_str()))
+        .collect();
     for file in planned {
-        if file.path.starts_with("operator/src") && file.path.extension().is_some_and(|e| e == "rs")
-        {
-            sources.insert(file.path.clone(), file.contents.clone());
-        }
-    }
-    let mut markers = Vec::new();
-    for (path, text) in &sources {
-        markers.extend(rbac::markers(path, text)?);
+        sources.insert(&file.path, &file.contents);
     }
     Ok(PlannedFile {
         path: rbac::ROLE_FILE.into(),
-        contents: rbac::role_yaml(&markers, project.namespaced),
+        contents: rbac::role_from_sources(sources, project.namespaced)?,
         policy: Policy::Regenerated,
     })
 }

@@ -135,18 +135,11 @@ fn split_crds(stream: &str) -> anyhow::Result<BTreeMap<PathBuf, String>> {
 
 /// `config/rbac/role.yaml` from every RBAC marker under `operator/src`.
 fn role(root: &Path, project: &Project) -> anyhow::Result<String> {
-    let src = root.join("operator/src");
-    let mut markers = Vec::new();
-    for entry in walkdir::WalkDir::new(&src).sort_by_file_name() {
-        let entry = entry.with_context(|| format!("failed to read `{}`", src.display()))?;
-        if entry.file_type().is_file() && entry.path().extension().is_some_and(|e| e == "rs") {
-            let relative = entry.path().strip_prefix(root).unwrap_or(entry.path());
-            let text = std::fs::read_to_string(entry.path())
-                .with_context(|| format!("failed to read `{}`", relative.display()))?;
-            markers.extend(rbac::markers(relative, &text)?);
-        }
-    }
-    Ok(rbac::role_yaml(&markers, project.namespaced))
+    let sources = rbac::read_sources(root)?;
+    let sources = sources
+        .iter()
+        .map(|(path, text)| (path.as_path(), text.as_str()));
+    Ok(rbac::role_from_sources(sources, project.namespaced)?)
 }
 
 fn orphans(root: &Path, crds: &BTreeMap<PathBuf, String>) -> anyhow::Result<Vec<PathBuf>> {

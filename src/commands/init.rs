@@ -167,16 +167,15 @@ fn plan(context: &Context, project: &Project) -> anyhow::Result<Plan> {
             Policy::Owned
         }
     })?;
-    let mut markers = Vec::new();
-    for file in &files {
-        if file.path.starts_with("operator/src") && file.path.extension().is_some_and(|e| e == "rs")
-        {
-            markers.extend(rbac::markers(&file.path, &file.contents)?);
-        }
-    }
+    let role = rbac::role_from_sources(
+        files
+            .iter()
+            .map(|file| (file.path.as_path(), file.contents.as_str())),
+        project.namespaced,
+    )?;
     files.push(PlannedFile {
         path: rbac::ROLE_FILE.into(),
-        contents: rbac::role_yaml(&markers, project.namespaced),
+        contents: role,
         policy: Policy::Owned,
     });
     files.sort_by(|a, b| a.path.cmp(&b.path));
