@@ -1,8 +1,8 @@
 //! The controller of `Spec` (`ops.example.com/v1`): it watches every
 //! Spec and makes the cluster match it.
 //!
-//! `reconcile` runs whenever a Spec object changes, and again every five minutes; it must
-//! be idempotent. A finalizer gives it the chance to clean up before the object is deleted.
+//! `reconcile` runs whenever one of them changes, and again every five minutes; it must be
+//! idempotent. A finalizer gives it the chance to clean up before one is deleted.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -156,7 +156,7 @@ pub async fn reconcile(object: Arc<Object>, ctx: Arc<Context>) -> Result<Action,
     result
 }
 
-/// The work for a Spec object that exists.
+/// The work for an object that exists.
 async fn apply(object: &Object, api: &Api<Object>, ctx: &Context) -> Result<Action, Error> {
     // TODO(user): Create or update what this object describes here (for owned objects, set
     // `object.controller_owner_ref(&())` and apply them with `PatchParams::apply(NAME)`), and
@@ -219,7 +219,7 @@ async fn apply(object: &Object, api: &Api<Object>, ctx: &Context) -> Result<Acti
     Ok(Action::requeue(RESYNC))
 }
 
-/// The work before a Spec object goes away: the finalizer is removed once this succeeds.
+/// The work before an object goes away: the finalizer is removed once this succeeds.
 async fn cleanup(object: &Object, ctx: &Context) -> Result<Action, Error> {
     // TODO(user): Delete what this object created outside the cluster. Objects it owns
     // through owner references are deleted by Kubernetes.
