@@ -569,3 +569,66 @@ fn on_a_terminal_it_asks_what_to_scaffold() {
     assert!(!ws.root().join("operator/src/controllers/appotp").exists());
     assert!(!ws.read("PROJECT").contains("controller: true"));
 }
+
+#[test]
+fn plurals_must_agree_and_fit() {
+    let ws = project();
+    create(
+        &ws,
+        &[
+            "--group",
+            "fleet",
+            "--version",
+            "v1",
+            "--kind",
+            "Person",
+            "--plural",
+            "persons",
+        ],
+    )
+    .success();
+    refuses(
+        &ws,
+        &[
+            "--group",
+            "fleet",
+            "--version",
+            "v2",
+            "--kind",
+            "Person",
+            "--plural",
+            "people",
+        ],
+        "invalid plural `people`: the other versions of Person call it `persons`",
+        "drop --plural",
+    );
+    // Without --plural, the new version takes the kind's.
+    create(
+        &ws,
+        &[
+            "--group",
+            "fleet",
+            "--version",
+            "v2",
+            "--kind",
+            "Person",
+            "--controller=false",
+        ],
+    )
+    .success();
+    assert!(
+        ws.read("api/src/fleet/v2/person.rs")
+            .contains("plural = \"persons\",")
+    );
+
+    let long_kind = format!("A{}", "b".repeat(62));
+    refuses(
+        &ws,
+        &["--group", "fleet", "--version", "v1", "--kind", &long_kind],
+        &format!(
+            "the resource name `a{}s` of kind {long_kind} is too long",
+            "b".repeat(62)
+        ),
+        "pass a shorter --plural",
+    );
+}
