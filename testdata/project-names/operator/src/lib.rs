@@ -4,6 +4,7 @@
 //! which serves the probes ([`health`]) and metrics ([`metrics`]), takes part in leader
 //! election and stops everything cleanly on SIGTERM.
 
+pub mod backoff;
 pub mod cli;
 pub mod controllers;
 pub mod health;

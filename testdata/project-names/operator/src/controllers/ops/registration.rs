@@ -4,8 +4,7 @@
 //! `reconcile` runs whenever one of them changes, and again every five minutes; it must be
 //! idempotent. A finalizer gives it the chance to clean up before one is deleted.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -22,6 +21,7 @@ use kube::{Client, Resource, ResourceExt};
 use names_operator_api::ops::v1::registration::Registration as RegistrationKind;
 use names_operator_api::ops::v1::registration::RegistrationStatus;
 
+use crate::backoff::Backoff;
 use crate::manager::{ControllerContext, Registration};
 use crate::metrics::Metrics;
 
@@ -68,8 +68,8 @@ pub struct Context {
     pub recorder: Recorder,
     /// The manager's metrics.
     pub metrics: Arc<Metrics>,
-    /// Consecutive failures per Registration, for the retry backoff.
-    failures: Mutex<HashMap<ObjectRef<Object>, u32>>,
+    /// Retry delays of failed Registrations.
+    backoff: Backoff<Object>,
 }
 
 impl Context {
@@ -83,12 +83,8 @@ impl Context {
             recorder: Recorder::new(client.clone(), reporter),
             client,
             metrics,
-            failures: Mutex::default(),
+            backoff: Backoff::new(BASE_BACKOFF, MAX_BACKOFF),
         }
-    }
-
-    fn failures(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectRef<Object>, u32>> {
-        self.failures.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -155,7 +151,7 @@ pub async fn reconcile(object: Arc<Object>, ctx: Arc<Context>) -> Result<Action,
     match &result {
         Ok(_) => {
             ctx.metrics.reconcile.success(NAME);
-            ctx.failures().remove(&key);
+            ctx.backoff.succeeded(&key);
         }
         Err(_) => ctx.metrics.reconcile.error(NAME),
     }
@@ -258,12 +254,7 @@ fn ready_condition(status: &Status) -> Option<&metav1::Condition> {
 /// Decides when a failed object is retried: after [`BASE_BACKOFF`], doubled for every
 /// consecutive failure, at most [`MAX_BACKOFF`].
 pub fn error_policy(object: Arc<Object>, error: &Error, ctx: Arc<Context>) -> Action {
-    let mut failures = ctx.failures();
-    let count = failures.entry(ObjectRef::from_obj(&*object)).or_insert(0);
-    let delay = BASE_BACKOFF
-        .saturating_mul(2u32.saturating_pow(*count))
-        .min(MAX_BACKOFF);
-    *count = count.saturating_add(1);
+    let delay = ctx.backoff.failed(&object);
     tracing::warn!(object = %object.name_any(), ?delay, "reconcile failed: {error}");
     Action::requeue(delay)
 }
