@@ -30,6 +30,7 @@ enum Action {
     Overwrite,
     Keep,
     Unchanged,
+    Remove,
 }
 
 struct Change {
@@ -49,6 +50,7 @@ pub fn apply(root: &Path, plan: Plan, options: Options) -> anyhow::Result<()> {
                 Action::Overwrite => "would overwrite",
                 Action::Keep => "would keep",
                 Action::Unchanged => "unchanged",
+                Action::Remove => "would remove",
             };
             ui::file(verb, &change.path);
         }
@@ -62,6 +64,7 @@ pub fn apply(root: &Path, plan: Plan, options: Options) -> anyhow::Result<()> {
             Action::Overwrite => "overwrote",
             Action::Keep => "kept",
             Action::Unchanged => "unchanged",
+            Action::Remove => "removed",
         };
         ui::file(verb, &change.path);
     }
@@ -147,9 +150,28 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
         }
     }
 
+    for path in plan.removals {
+        if changes.contains_key(&path) || read_existing(root, &path)?.is_none() {
+            continue;
+        }
+        changes.insert(
+            path.clone(),
+            Change {
+                path,
+                action: Action::Remove,
+                contents: String::new(),
+            },
+        );
+    }
+
     let read_only: Vec<String> = changes
         .values()
-        .filter(|change| matches!(change.action, Action::Update | Action::Overwrite))
+        .filter(|change| {
+            matches!(
+                change.action,
+                Action::Update | Action::Overwrite | Action::Remove
+            )
+        })
         .filter(|change| {
             fs::metadata(root.join(&change.path)).is_ok_and(|meta| meta.permissions().readonly())
         })
@@ -235,6 +257,12 @@ fn write_all(root: &Path, changes: &[Change]) -> anyhow::Result<()> {
 
 fn write_one(root: &Path, change: &Change, journal: &mut Vec<Undo>) -> anyhow::Result<()> {
     let path = root.join(&change.path);
+    if change.action == Action::Remove {
+        let old = fs::read(&path)?;
+        fs::remove_file(&path)?;
+        journal.push(Undo::Restore(path, old));
+        return Ok(());
+    }
     if let Some(parent) = path.parent() {
         let mut missing = Vec::new();
         let mut dir = parent;
@@ -324,6 +352,7 @@ mod tests {
                 marker: "list".into(),
                 fragment: "y: 2\n".into(),
             }],
+            removals: Vec::new(),
         };
         apply(dir.path(), plan, Options::default()).unwrap();
         assert_eq!(
@@ -343,6 +372,7 @@ mod tests {
                 file("b.txt", "theirs", Policy::Owned),
             ],
             insertions: Vec::new(),
+            removals: Vec::new(),
         };
         let error = apply(dir.path(), plan, Options::default()).unwrap_err();
         assert!(
@@ -359,6 +389,7 @@ mod tests {
         let plan = || Plan {
             files: vec![file("README.md", "theirs", Policy::KeepExisting)],
             insertions: Vec::new(),
+            removals: Vec::new(),
         };
         apply(dir.path(), plan(), Options::default()).unwrap();
         assert_eq!(
@@ -394,6 +425,7 @@ mod tests {
                 file("z/late.txt", "2", Policy::Owned),
             ],
             insertions: Vec::new(),
+            removals: Vec::new(),
         };
         let error = apply(
             dir.path(),
@@ -424,6 +456,7 @@ mod tests {
                 marker: "controllers".into(),
                 fragment: "a();\n".into(),
             }],
+            removals: Vec::new(),
         };
         let error = apply(dir.path(), plan, Options::default()).unwrap_err();
         assert!(error.to_string().contains("`main.rs`"), "{error}");
@@ -444,6 +477,7 @@ mod tests {
                 file("role.yaml", "new", Policy::Regenerated),
             ],
             insertions: Vec::new(),
+            removals: Vec::new(),
         };
         let error = apply(dir.path(), plan, Options::default()).unwrap_err();
         assert_eq!(
@@ -454,11 +488,32 @@ mod tests {
     }
 
     #[test]
+    fn removals_delete_files_and_are_undone_with_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("old.rs"), "old").unwrap();
+        fs::write(dir.path().join("z"), "in the way").unwrap();
+        let before = snapshot(dir.path());
+        let plan = || Plan {
+            files: vec![file("z/late.txt", "2", Policy::Owned)],
+            insertions: Vec::new(),
+            removals: vec!["old.rs".into(), "never-there.rs".into()],
+        };
+        apply(dir.path(), plan(), Options::default()).unwrap_err();
+        assert_eq!(snapshot(dir.path()), before, "the removal was undone");
+
+        fs::remove_file(dir.path().join("z")).unwrap();
+        apply(dir.path(), plan(), Options::default()).unwrap();
+        assert!(!dir.path().join("old.rs").exists());
+        assert!(dir.path().join("z/late.txt").exists());
+    }
+
+    #[test]
     fn a_dry_run_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let plan = Plan {
             files: vec![file("a.txt", "new", Policy::Owned)],
             insertions: Vec::new(),
+            removals: Vec::new(),
         };
         apply(
             dir.path(),

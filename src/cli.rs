@@ -33,6 +33,16 @@ pub enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Replace the project's runtime crate (runtime/) with this rsbuilder's, and raise the
+    /// dependency versions it needs
+    Upgrade {
+        /// Replace the runtime even if its files were changed, losing the changes
+        #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+        force: bool,
+        /// Show the diff of what would change, and write nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Print the rsbuilder version and the kube, k8s-openapi and Kubernetes versions it scaffolds
     Version,
     /// Print a shell completion script

@@ -10,6 +10,7 @@ mod diff;
 mod names;
 mod project;
 mod rbac;
+mod runtime;
 mod scaffold;
 mod ui;
 mod versions;

@@ -32,8 +32,19 @@ pub struct Project {
     pub kube_version: String,
     /// The k8s-openapi version the project was generated for.
     pub k8s_openapi_version: String,
+    /// The runtime crate in `runtime/`, when the project has one.
+    pub runtime: Option<RuntimeRecord>,
     /// The APIs, in the order they were created.
     pub resources: Vec<Resource>,
+}
+
+/// The version of the runtime crate a project has, and the checksum of its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeRecord {
+    /// The runtime's version.
+    pub version: String,
+    /// `sha256:` and the SHA-256 of `runtime/CHECKSUMS`.
+    pub checksum: String,
 }
 
 /// One group/version/kind of the project.
@@ -105,6 +116,10 @@ struct StoredPlugin {
     kube_version: Option<String>,
     #[serde(default)]
     k8s_openapi_version: Option<String>,
+    #[serde(default)]
+    runtime_checksum: Option<String>,
+    #[serde(default)]
+    runtime_version: Option<String>,
 }
 
 /// The directory holding PROJECT: `start` or the nearest of its parents.
@@ -153,6 +168,12 @@ fn parse(text: &str) -> anyhow::Result<Project> {
         k8s_openapi_version: plugin
             .and_then(|p| p.k8s_openapi_version.clone())
             .unwrap_or_else(|| crate::versions::K8S_OPENAPI.to_owned()),
+        runtime: plugin.and_then(|p| {
+            Some(RuntimeRecord {
+                version: p.runtime_version.clone()?,
+                checksum: p.runtime_checksum.clone()?,
+            })
+        }),
         resources: stored.resources,
     })
 }
@@ -177,6 +198,14 @@ impl Project {
             scalar(&self.k8s_openapi_version),
             scalar(&self.kube_version)
         );
+        if let Some(runtime) = &self.runtime {
+            let _ = writeln!(
+                out,
+                "    runtimeChecksum: {}\n    runtimeVersion: {}",
+                scalar(&runtime.checksum),
+                scalar(&runtime.version)
+            );
+        }
         let _ = writeln!(out, "projectName: {}", scalar(&self.project_name));
         if let Some(repo) = &self.repo {
             let _ = writeln!(out, "repo: {}", scalar(repo));
@@ -260,6 +289,7 @@ mod tests {
             repo: None,
             kube_version: "5.0.0".into(),
             k8s_openapi_version: "0.29.0".into(),
+            runtime: None,
             resources: Vec::new(),
         }
     }
@@ -298,6 +328,24 @@ mod tests {
             yaml.contains(
                 "resources:\n- api:\n    crdVersion: v1\n    namespaced: true\n  controller: true\n  domain: learn.com\n  group: appotp\n  kind: AppOTP\n  version: v1\n- api:\n    crdVersion: v1\n  domain: learn.com\n  group: fleet\n  kind: Person\n  plural: persons\n  version: v1beta1\nversion: \"3\"\n"
             ),
+            "{yaml}"
+        );
+        assert_eq!(parse(&yaml).unwrap(), project);
+    }
+
+    #[test]
+    fn the_runtime_is_recorded_under_the_plugin_and_read_back() {
+        let mut project = project();
+        project.runtime = Some(RuntimeRecord {
+            version: "0.1.0".into(),
+            checksum: format!("sha256:{}", "ab".repeat(32)),
+        });
+        let yaml = project.to_yaml();
+        assert!(
+            yaml.contains(&format!(
+                "    kubeVersion: 5.0.0\n    runtimeChecksum: \"sha256:{}\"\n    runtimeVersion: 0.1.0\nprojectName:",
+                "ab".repeat(32)
+            )),
             "{yaml}"
         );
         assert_eq!(parse(&yaml).unwrap(), project);

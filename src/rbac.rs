@@ -13,8 +13,9 @@ use crate::ui::UserError;
 /// Where the manager's role is written.
 pub const ROLE_FILE: &str = "config/rbac/role.yaml";
 
-/// Where the markers are: the operator's sources.
-const SOURCES: &str = "operator/src";
+/// Where the markers are: the operator's sources, and the runtime's (the manager's own
+/// permissions, such as events).
+const SOURCES: &[&str] = &["operator/src", "runtime/src"];
 
 /// The marker prefix.
 const PREFIX: &str = "// +rsbuilder:rbac:";
@@ -150,12 +151,28 @@ fn parse(body: &str) -> Result<Marker, String> {
     Ok(marker)
 }
 
-/// Every `.rs` file under `operator/src` of the project at `root`, by relative path.
+/// Every `.rs` file under `operator/src` and `runtime/src` of the project at `root`, by
+/// relative path. A missing folder has none.
 pub fn read_sources(root: &Path) -> anyhow::Result<BTreeMap<PathBuf, String>> {
     let mut sources = BTreeMap::new();
-    let dir = root.join(SOURCES);
-    for entry in walkdir::WalkDir::new(&dir).sort_by_file_name() {
-        let entry = entry.with_context(|| format!("failed to read `{SOURCES}`"))?;
+    for source in SOURCES {
+        let dir = root.join(source);
+        if !dir.exists() {
+            continue;
+        }
+        read_dir_sources(root, &dir, source, &mut sources)?;
+    }
+    Ok(sources)
+}
+
+fn read_dir_sources(
+    root: &Path,
+    dir: &Path,
+    name: &str,
+    sources: &mut BTreeMap<PathBuf, String>,
+) -> anyhow::Result<()> {
+    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let entry = entry.with_context(|| format!("failed to read `{name}`"))?;
         if entry.file_type().is_file() && entry.path().extension().is_some_and(|e| e == "rs") {
             let relative = entry
                 .path()
@@ -167,18 +184,20 @@ pub fn read_sources(root: &Path) -> anyhow::Result<BTreeMap<PathBuf, String>> {
             sources.insert(relative, text);
         }
     }
-    Ok(sources)
+    Ok(())
 }
 
 /// `config/rbac/role.yaml` for the markers of `sources` (relative path → text); files outside
-/// `operator/src` are ignored.
+/// `operator/src` and `runtime/src` are ignored.
 pub fn role_from_sources<'a>(
     sources: impl IntoIterator<Item = (&'a Path, &'a str)>,
     namespaced_project: bool,
 ) -> Result<String, UserError> {
     let mut found = Vec::new();
     for (path, text) in sources {
-        if path.starts_with(SOURCES) && path.extension().is_some_and(|e| e == "rs") {
+        if SOURCES.iter().any(|dir| path.starts_with(dir))
+            && path.extension().is_some_and(|e| e == "rs")
+        {
             found.extend(markers(path, text)?);
         }
     }

@@ -63,6 +63,7 @@ pub fn generate(root: &Path, check: bool) -> anyhow::Result<()> {
         Plan {
             files,
             insertions: Vec::new(),
+            removals: Vec::new(),
         },
         Options::default(),
     )?;

@@ -10,6 +10,7 @@ use crate::cli::{InitArgs, License};
 use crate::names;
 use crate::project::{self, Project};
 use crate::rbac;
+use crate::runtime;
 use crate::scaffold::{self, Plan, PlannedFile, Policy};
 use crate::ui::{self, UserError};
 use crate::versions;
@@ -39,6 +40,7 @@ struct Context {
     k8s_openapi_feature: &'static str,
     kubernetes_version: &'static str,
     rust_version: &'static str,
+    runtime_version: String,
 }
 
 /// Runs `init` in the current directory.
@@ -111,6 +113,7 @@ fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
         k8s_openapi_feature: versions::K8S_OPENAPI_FEATURE,
         kubernetes_version: versions::KUBERNETES,
         rust_version: versions::RUST,
+        runtime_version: runtime::version(),
     };
     let project = Project {
         cli_version: versions::RSBUILDER.to_owned(),
@@ -120,6 +123,7 @@ fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
         repo: context.repo.clone(),
         kube_version: versions::KUBE.to_owned(),
         k8s_openapi_version: versions::K8S_OPENAPI.to_owned(),
+        runtime: Some(runtime::project_record()),
         resources: Vec::new(),
     };
     Ok((context, project))
@@ -167,6 +171,15 @@ fn plan(context: &Context, project: &Project) -> anyhow::Result<Plan> {
             Policy::Owned
         }
     })?;
+    files.extend(
+        runtime::files()
+            .into_iter()
+            .map(|(path, contents)| PlannedFile {
+                path,
+                contents,
+                policy: Policy::Owned,
+            }),
+    );
     let role = rbac::role_from_sources(
         files
             .iter()
@@ -187,6 +200,7 @@ fn plan(context: &Context, project: &Project) -> anyhow::Result<Plan> {
     Ok(Plan {
         files,
         insertions: Vec::new(),
+        removals: Vec::new(),
     })
 }
 

@@ -4,6 +4,7 @@
 pub mod create_api;
 pub mod generate;
 pub mod init;
+pub mod upgrade;
 
 use crate::cli::{Cli, Command, CreateCommand};
 use crate::versions;
@@ -14,8 +15,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Init(args) => init::run(args),
         Command::Create(CreateCommand::Api(args)) => create_api::run(args),
         Command::Generate { check } => generate::run(check),
+        Command::Upgrade { force, dry_run } => {
+            upgrade::run(upgrade::UpgradeOptions { force, dry_run })
+        }
         Command::Version => {
             println!("rsbuilder {}", versions::RSBUILDER);
+            println!("rsbuilder-runtime {}", crate::runtime::version());
             println!("kube {}", versions::KUBE);
             println!("k8s-openapi {}", versions::K8S_OPENAPI);
             println!(

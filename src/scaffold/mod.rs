@@ -56,6 +56,8 @@ pub struct Plan {
     pub files: Vec<PlannedFile>,
     /// Insertions at markers.
     pub insertions: Vec<Insertion>,
+    /// Files to delete, relative to the project root; one that does not exist is skipped.
+    pub removals: Vec<PathBuf>,
 }
 
 /// Renders every template of `set` (a folder under `templates/`) with `context`. In template

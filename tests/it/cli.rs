@@ -10,7 +10,12 @@ fn version_names_what_it_scaffolds() {
         stdout.starts_with(&format!("rsbuilder {}\n", env!("CARGO_PKG_VERSION"))),
         "{stdout}"
     );
-    for line in ["kube 5.0.0", "k8s-openapi 0.29.0", "kubernetes 1.33"] {
+    for line in [
+        "rsbuilder-runtime 0.1.0",
+        "kube 5.0.0",
+        "k8s-openapi 0.29.0",
+        "kubernetes 1.33",
+    ] {
         assert!(stdout.contains(line), "missing {line:?} in {stdout}");
     }
 }

@@ -390,19 +390,20 @@ fn a_deleted_marker_is_named_and_nothing_changes() {
 #[test]
 fn a_malformed_rbac_marker_is_named_with_its_line() {
     let ws = project();
-    let manager = ws
-        .read("operator/src/manager.rs")
-        .replace("verbs=create;patch", "verbs=create;fly");
-    ws.write("operator/src/manager.rs", &manager);
-    let line = manager
+    let main = ws.read("operator/src/main.rs").replace(
+        "// +rsbuilder:scaffold:imports",
+        "// +rsbuilder:scaffold:imports\n// +rsbuilder:rbac:groups=apps,resources=deployments,verbs=get;fly",
+    );
+    ws.write("operator/src/main.rs", &main);
+    let line = main
         .lines()
-        .position(|l| l.contains("verbs=create;fly"))
+        .position(|l| l.contains("verbs=get;fly"))
         .unwrap()
         + 1;
     refuses(
         &ws,
         APPOTP,
-        &format!("invalid RBAC marker at operator/src/manager.rs:{line}: unknown verb `fly`"),
+        &format!("invalid RBAC marker at operator/src/main.rs:{line}: unknown verb `fly`"),
         "write it as",
     );
 }

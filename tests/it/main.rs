@@ -6,3 +6,4 @@ mod generate;
 mod golden;
 mod init;
 mod support;
+mod upgrade;

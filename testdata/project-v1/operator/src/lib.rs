@@ -1,14 +1,6 @@
-//! The otp-operator manager: its flags, the controllers, and what runs around them.
+//! The otp-operator operator: its controllers, one module per API group.
 //!
-//! `main.rs` parses [`cli::Args`] and hands the registered controllers to [`manager::Manager`],
-//! which serves the probes ([`health`]) and metrics ([`metrics`]), takes part in leader
-//! election and stops everything cleanly on SIGTERM.
+//! `main.rs` registers them with the manager of `rsbuilder-runtime`; the tests in `tests/`
+//! drive their reconcile functions against a mocked API server.
 
-pub mod backoff;
-pub mod cli;
 pub mod controllers;
-pub mod health;
-pub mod manager;
-pub mod metrics;
-pub mod telemetry;
-pub mod tls;

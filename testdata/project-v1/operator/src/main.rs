@@ -1,17 +1,30 @@
-//! The `manager` binary: parses the flags, sets up logging and runs the controllers.
+//! The `manager` binary of otp-operator: its flags, and the controllers it runs.
+//!
+//! What runs around the controllers (probes, metrics, leader election, graceful shutdown) is
+//! the `rsbuilder-runtime` crate in `runtime/`; this file and `controllers/` are yours.
 
 use clap::Parser;
-use otp_operator::cli::Args;
-use otp_operator::manager::{Manager, Registration};
-use otp_operator::telemetry;
+use rsbuilder_runtime::{Manager, ManagerArgs, Registration, telemetry};
 
 use otp_operator::controllers;
 // +rsbuilder:scaffold:imports
 
+/// The name of the Lease that replicas compete for when `--leader-elect` is on.
+const LEADER_ELECTION_ID: &str = "4881aefd.learn.com";
+
+/// Runs the controllers of otp-operator.
+#[derive(Debug, Parser)]
+#[command(name = "manager", version)]
+struct Args {
+    #[command(flatten)]
+    manager: ManagerArgs,
+    // TODO(user): Add the operator's own flags here.
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    telemetry::init(args.log_format, &args.log_level)?;
+    telemetry::init(args.manager.log_format, &args.manager.log_level)?;
 
     let controllers: Vec<Registration> = vec![
         controllers::appotp::app_otp::registration(),
@@ -21,5 +34,9 @@ async fn main() -> anyhow::Result<()> {
         controllers::security_platform::certificate_request_policy::registration(),
         // +rsbuilder:scaffold:controllers
     ];
-    Manager::new(args).await?.run(controllers).await
+    Manager::new(args.manager)
+        .await?
+        .leader_election_id(LEADER_ELECTION_ID)
+        .run(controllers)
+        .await
 }

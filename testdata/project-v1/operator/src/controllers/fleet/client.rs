@@ -7,10 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::finalizer::{self, finalizer};
@@ -21,9 +20,8 @@ use kube::{Client, Resource, ResourceExt};
 use otp_operator_api::fleet::v1beta1::client::Client as ClientKind;
 use otp_operator_api::fleet::v1beta1::client::ClientStatus;
 
-use crate::backoff::Backoff;
-use crate::manager::{ControllerContext, Registration};
-use crate::metrics::Metrics;
+use rsbuilder_runtime::controller::{check_api, report};
+use rsbuilder_runtime::{Backoff, ControllerContext, Metrics, Registration};
 
 /// The kind this controller reconciles.
 type Object = ClientKind;
@@ -97,12 +95,7 @@ pub fn registration() -> Registration {
 pub async fn run(ctx: ControllerContext) -> anyhow::Result<()> {
     let api: Api<Object> = Api::all(ctx.client.clone());
 
-    api.list(&ListParams::default().limit(1))
-        .await
-        .with_context(|| {
-            let plural = Object::plural(&());
-            format!("cannot list {plural}: is the CRD installed? Run `make install`")
-        })?;
+    check_api(&api).await?;
 
     let controller = Controller::new(api, watcher::Config::default().any_semantic());
     let store = controller.store();
@@ -117,13 +110,7 @@ pub async fn run(ctx: ControllerContext) -> anyhow::Result<()> {
     controller
         .graceful_shutdown_on(ctx.shutdown.clone().cancelled_owned())
         .run(reconcile, error_policy, context)
-        .for_each(|result| async move {
-            match result {
-                Ok((object, _)) => tracing::debug!(%object, "reconciled"),
-                // Reconcile errors are logged by `error_policy`; these are the rest.
-                Err(error) => tracing::debug!("controller: {error}"),
-            }
-        })
+        .for_each(|result| async move { report(NAME, &result) })
         .await;
     Ok(())
 }

@@ -1,0 +1,378 @@
+//! `rsbuilder upgrade`: replaces the project's runtime crate (`runtime/`) with the one of this
+//! rsbuilder, and raises the workspace's version pins that the new runtime needs.
+//!
+//! The runtime is rsbuilder's code. PROJECT records the checksum of `runtime/CHECKSUMS`, which
+//! lists the SHA-256 of every runtime file: a runtime whose files no longer match is the
+//! user's work, and is replaced only with `--force`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use crate::apply::{self, Options};
+use crate::diff;
+use crate::project::{self, Project, RuntimeRecord};
+use crate::runtime;
+use crate::scaffold::{Plan, PlannedFile, Policy};
+use crate::ui::{self, UserError};
+
+/// Lines of diff shown per file with `--dry-run`.
+const DIFF_LINES: usize = 60;
+/// The workspace manifest.
+const MANIFEST: &str = "Cargo.toml";
+
+/// How to upgrade.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UpgradeOptions {
+    /// Replace a runtime whose files were changed.
+    pub force: bool,
+    /// Show the diff and write nothing.
+    pub dry_run: bool,
+}
+
+/// Runs `upgrade` in the project around the current directory.
+pub fn run(options: UpgradeOptions) -> anyhow::Result<()> {
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let root = project::find_root(&cwd)?;
+    upgrade(&root, options)
+}
+
+/// Upgrades the runtime of the project at `root`.
+pub fn upgrade(root: &Path, options: UpgradeOptions) -> anyhow::Result<()> {
+    let mut project = project::load(root)?;
+    let Some(recorded) = project.runtime.clone() else {
+        return Err(UserError::new(
+            "PROJECT records no runtime crate: this project was scaffolded before rsbuilder kept its runtime in `runtime/`",
+        )
+        .help("scaffold a new project with `rsbuilder init` and `create api`, then move your types (api/src/) and controllers (operator/src/controllers/) into it")
+        .into());
+    };
+    let on_disk = read_runtime(root)?;
+    let changed = changed_files(&recorded, &on_disk);
+    let new_files = runtime::files();
+    let new_record = runtime::project_record();
+
+    if changed.is_empty() && new_record == recorded {
+        ui::note(&format!(
+            "the runtime is up to date (rsbuilder-runtime {})",
+            recorded.version
+        ));
+        return Ok(());
+    }
+    if !changed.is_empty() {
+        let list: Vec<String> = changed.iter().map(|p| format!("`{p}`")).collect();
+        let message = format!(
+            "the runtime was changed since rsbuilder wrote it: {} {} not match PROJECT's checksum",
+            list.join(", "),
+            if list.len() == 1 { "does" } else { "do" }
+        );
+        if !options.force {
+            return Err(UserError::new(message)
+                .help("move your changes out of runtime/ (into operator/), or pass --force to replace them and lose the changes")
+                .into());
+        }
+        ui::note(&format!("warning: {message}; --force replaces them"));
+    }
+
+    let (plan, pins) = plan(root, &mut project, &on_disk, new_files, new_record)?;
+    if options.dry_run {
+        show_diff(root, &plan)?;
+    }
+    apply::apply(
+        root,
+        plan,
+        Options {
+            force: true,
+            dry_run: options.dry_run,
+        },
+    )?;
+    let verb = if options.dry_run {
+        "would raise"
+    } else {
+        "raised"
+    };
+    for pin in &pins {
+        ui::note(&format!(
+            "{verb} {} {} → {} in {MANIFEST} (the runtime needs it)",
+            pin.name, pin.from, pin.to
+        ));
+    }
+    if !options.dry_run {
+        ui::note(&format!(
+            "upgraded the runtime from rsbuilder-runtime {} to {}; `cargo build` updates Cargo.lock",
+            recorded.version,
+            runtime::version()
+        ));
+    }
+    Ok(())
+}
+
+/// Every file under `runtime/`, by path from the project root; `target/` is left out.
+fn read_runtime(root: &Path) -> anyhow::Result<BTreeMap<PathBuf, Vec<u8>>> {
+    let dir = root.join(runtime::DIR);
+    let mut files = BTreeMap::new();
+    if !dir.is_dir() {
+        return Ok(files);
+    }
+    let walk = walkdir::WalkDir::new(&dir)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|entry| entry.file_name() != "target");
+    for entry in walk {
+        let entry = entry.with_context(|| format!("failed to read `{}`", runtime::DIR))?;
+        if entry.file_type().is_dir() {
+            continue;
+        }
+        let relative = entry
+            .path()
+            .strip_prefix(root)
+            .unwrap_or(entry.path())
+            .to_path_buf();
+        let bytes = std::fs::read(entry.path())
+            .with_context(|| format!("failed to read `{}`", relative.display()))?;
+        files.insert(relative, bytes);
+    }
+    Ok(files)
+}
+
+/// The runtime files that differ from what PROJECT recorded: a `CHECKSUMS` that does not match
+/// PROJECT, files whose hash differs from `CHECKSUMS`, files it lists that are missing, and
+/// files it does not list.
+fn changed_files(recorded: &RuntimeRecord, on_disk: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<String> {
+    let checksums_path = Path::new(runtime::DIR).join(runtime::CHECKSUMS);
+    let name = |path: &Path| path.to_string_lossy().replace('\\', "/");
+    let Some(checksums) = on_disk.get(&checksums_path) else {
+        return vec![name(&checksums_path)];
+    };
+    let text = String::from_utf8_lossy(checksums);
+    let listed = (runtime::record(&text) == recorded.checksum)
+        .then(|| runtime::parse_checksums(&text))
+        .flatten();
+    let Some(listed) = listed else {
+        return vec![name(&checksums_path)];
+    };
+    let mut changed = BTreeSet::new();
+    for (relative, hash) in &listed {
+        let path = Path::new(runtime::DIR).join(relative);
+        match on_disk.get(&path) {
+            Some(bytes) if runtime::sha256(bytes) == *hash => {}
+            _ => {
+                changed.insert(name(&path));
+            }
+        }
+    }
+    for path in on_disk.keys() {
+        let relative = path.strip_prefix(runtime::DIR).unwrap_or(path);
+        if path != &checksums_path && !listed.contains_key(relative) {
+            changed.insert(name(path));
+        }
+    }
+    changed.into_iter().collect()
+}
+
+fn plan(
+    root: &Path,
+    project: &mut Project,
+    on_disk: &BTreeMap<PathBuf, Vec<u8>>,
+    new_files: BTreeMap<PathBuf, String>,
+    new_record: RuntimeRecord,
+) -> anyhow::Result<(Plan, Vec<Pin>)> {
+    let removals = on_disk
+        .keys()
+        .filter(|path| !new_files.contains_key(*path))
+        .cloned()
+        .collect();
+    let manifest_path = root.join(MANIFEST);
+    let manifest = std::fs::read_to_string(&manifest_path)
+        .with_context(|| format!("failed to read `{MANIFEST}`"))?;
+    let runtime_manifest = &new_files[&Path::new(runtime::DIR).join("Cargo.toml")];
+    let (raised, pins) = raise_pins(&manifest, runtime_manifest);
+
+    let mut files: Vec<PlannedFile> = new_files
+        .into_iter()
+        .map(|(path, contents)| PlannedFile {
+            path,
+            contents,
+            policy: Policy::Regenerated,
+        })
+        .collect();
+    for pin in &pins {
+        if pin.name == "kube" {
+            project.kube_version = pin.to.clone();
+        } else if pin.name == "k8s-openapi" {
+            project.k8s_openapi_version = pin.to.clone();
+        }
+    }
+    files.push(PlannedFile {
+        path: MANIFEST.into(),
+        contents: raised,
+        policy: Policy::Regenerated,
+    });
+    project.runtime = Some(new_record);
+    files.push(PlannedFile {
+        path: project::FILE.into(),
+        contents: project.to_yaml(),
+        policy: Policy::Regenerated,
+    });
+    Ok((
+        Plan {
+            files,
+            insertions: Vec::new(),
+            removals,
+        },
+        pins,
+    ))
+}
+
+/// Prints a unified diff of every file the plan changes, and the files it removes.
+fn show_diff(root: &Path, plan: &Plan) -> anyhow::Result<()> {
+    for file in &plan.files {
+        let current = std::fs::read_to_string(root.join(&file.path)).unwrap_or_default();
+        if current != file.contents {
+            let path = file.path.to_string_lossy().replace('\\', "/");
+            ui::note(diff::unified(&path, &current, &file.contents, DIFF_LINES).trim_end());
+        }
+    }
+    for path in &plan.removals {
+        let path = path.to_string_lossy().replace('\\', "/");
+        ui::note(&format!("--- a/{path}\n+++ /dev/null"));
+    }
+    Ok(())
+}
+
+/// A workspace dependency whose version the runtime needs raised.
+#[derive(Debug, PartialEq, Eq)]
+struct Pin {
+    name: String,
+    from: String,
+    to: String,
+}
+
+/// Raises every `[workspace.dependencies]` version of `workspace` that is lower than the
+/// version the runtime's `[dependencies]` require, keeping everything else of each line.
+fn raise_pins(workspace: &str, runtime_manifest: &str) -> (String, Vec<Pin>) {
+    let required: BTreeMap<String, String> = section(runtime_manifest, "dependencies")
+        .filter_map(|line| dependency(line).map(|(name, version, _)| (name, version)))
+        .collect();
+    let mut pins = Vec::new();
+    let mut out = String::with_capacity(workspace.len());
+    let mut in_section = false;
+    for line in workspace.split_inclusive('\n') {
+        let trimmed = line.trim();
+        if trimmed.starts_with('[') {
+            in_section = trimmed == "[workspace.dependencies]";
+        }
+        let raised =
+            in_section
+                .then(|| dependency(line))
+                .flatten()
+                .and_then(|(name, version, range)| {
+                    let needed = required.get(&name)?;
+                    (parse_version(needed)? > parse_version(&version)?).then(|| {
+                        pins.push(Pin {
+                            name,
+                            from: version,
+                            to: needed.clone(),
+                        });
+                        format!("{}{}{}", &line[..range.start], needed, &line[range.end..])
+                    })
+                });
+        out.push_str(raised.as_deref().unwrap_or(line));
+    }
+    (out, pins)
+}
+
+/// The lines of a manifest's `[name]` table.
+fn section<'a>(manifest: &'a str, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    let header = format!("[{name}]");
+    let mut inside = false;
+    manifest.lines().filter(move |line| {
+        let trimmed = line.trim();
+        if trimmed.starts_with('[') {
+            inside = trimmed == header;
+            return false;
+        }
+        inside
+    })
+}
+
+/// `name = "1.2.3"` or `name = { version = "1.2.3", ... }`: the name, the version, and where
+/// the version stands in the line.
+fn dependency(line: &str) -> Option<(String, String, std::ops::Range<usize>)> {
+    let (name, value) = line.split_once('=')?;
+    let name = name.trim();
+    if name.is_empty() || name.starts_with('#') || name.contains(char::is_whitespace) {
+        return None;
+    }
+    let offset = line.len() - value.len();
+    let value_trimmed = value.trim_start();
+    let start = if value_trimmed.starts_with('"') {
+        offset + (value.len() - value_trimmed.len()) + 1
+    } else {
+        let version_key = value.find("version")?;
+        let after = &value[version_key + "version".len()..];
+        let quote = after.find('"')?;
+        if !after[..quote].trim().eq("=") {
+            return None;
+        }
+        offset + version_key + "version".len() + quote + 1
+    };
+    let len = line[start..].find('"')?;
+    let version = line[start..start + len].to_owned();
+    parse_version(&version)?;
+    Some((name.to_owned(), version, start..start + len))
+}
+
+/// `1.2.3` → (1, 2, 3); `1.2` → (1, 2, 0). Requirements with operators are not parsed.
+fn parse_version(version: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = version.split('.').map(|part| part.parse::<u64>().ok());
+    let major = parts.next()??;
+    let minor = parts.next().unwrap_or(Some(0))?;
+    let patch = parts.next().unwrap_or(Some(0))?;
+    parts.next().is_none().then_some((major, minor, patch))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pins_lower_than_the_runtime_needs_are_raised_and_nothing_else_changes() {
+        let workspace = "[workspace]\nmembers = [\"api\"]\n\n[workspace.dependencies]\nkube = { version = \"5.0.0\", default-features = false }\ntokio = { version = \"1.40.0\", features = [\"macros\"] }\nanyhow = \"1.0.100\"\nclap = \"4\"\n# serde = \"0.1\"\n\n[profile.release]\nversion = \"0.0.1\"\n";
+        let runtime = "[package]\nname = \"rsbuilder-runtime\"\nversion = \"0.2.0\"\n\n[dependencies]\nkube = { version = \"5.1.0\", default-features = false, features = [\"client\"] }\ntokio = { version = \"1.48.0\", features = [\"net\"] }\nanyhow = \"1.0.90\"\nclap = { version = \"4.5.51\", features = [\"derive\"] }\nserde = \"1.0.228\"\n\n[dev-dependencies]\nanyhow = \"9.0.0\"\n";
+        let (raised, pins) = raise_pins(workspace, runtime);
+        assert_eq!(
+            raised,
+            "[workspace]\nmembers = [\"api\"]\n\n[workspace.dependencies]\nkube = { version = \"5.1.0\", default-features = false }\ntokio = { version = \"1.48.0\", features = [\"macros\"] }\nanyhow = \"1.0.100\"\nclap = \"4.5.51\"\n# serde = \"0.1\"\n\n[profile.release]\nversion = \"0.0.1\"\n"
+        );
+        let names: Vec<&str> = pins.iter().map(|pin| pin.name.as_str()).collect();
+        assert_eq!(names, ["kube", "tokio", "clap"]);
+        assert_eq!(
+            pins[0],
+            Pin {
+                name: "kube".into(),
+                from: "5.0.0".into(),
+                to: "5.1.0".into()
+            }
+        );
+    }
+
+    #[test]
+    fn versions_compare_numerically() {
+        assert!(parse_version("0.10.0") > parse_version("0.9.9"));
+        assert_eq!(parse_version("4"), Some((4, 0, 0)));
+        assert_eq!(parse_version("^4.1"), None);
+        assert_eq!(parse_version("1.2.3.4"), None);
+    }
+
+    #[test]
+    fn dependency_lines_are_read_with_the_place_of_their_version() {
+        let line = "k8s-openapi = { version = \"0.29.0\", features = [\"v1_33\"] }\n";
+        let (name, version, range) = dependency(line).unwrap();
+        assert_eq!((name.as_str(), version.as_str()), ("k8s-openapi", "0.29.0"));
+        assert_eq!(&line[range], "0.29.0");
+        assert_eq!(dependency("api = { path = \"api\" }"), None);
+        assert_eq!(dependency("members = [\"api\"]"), None);
+    }
+}

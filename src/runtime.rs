@@ -1,0 +1,180 @@
+//! The runtime crate that generated projects use: `runtime/` of this repository, embedded and
+//! written into every project as `runtime/`, with a `CHECKSUMS` file (in `sha256sum` format)
+//! that lets `rsbuilder upgrade` tell an untouched runtime from one the user changed.
+//!
+//! PROJECT records the runtime's version and the SHA-256 of its `CHECKSUMS` file.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use include_dir::{Dir, include_dir};
+use sha2::{Digest, Sha256};
+
+/// The runtime crate's sources: its `Cargo.toml` and `src/`.
+static RUNTIME: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/runtime");
+
+/// Where the runtime lives in a generated project.
+pub const DIR: &str = "runtime";
+/// The checksum file inside [`DIR`].
+pub const CHECKSUMS: &str = "CHECKSUMS";
+
+/// The runtime as this rsbuilder writes it: every file by its path in the project.
+pub fn files() -> BTreeMap<PathBuf, String> {
+    let mut files = BTreeMap::new();
+    collect(&RUNTIME, &mut files);
+    let checksums = checksums(&files);
+    files.insert(Path::new(DIR).join(CHECKSUMS), checksums);
+    files
+}
+
+fn collect(dir: &Dir<'static>, out: &mut BTreeMap<PathBuf, String>) {
+    for file in dir.files() {
+        let path = file.path();
+        // Only what the crate is made of: a stray editor or build file stays behind.
+        let wanted = path == Path::new("Cargo.toml")
+            || (path.starts_with("src") && path.extension().is_some_and(|e| e == "rs"));
+        if !wanted {
+            continue;
+        }
+        let text = file
+            .contents_utf8()
+            .unwrap_or_else(|| panic!("runtime file `{}` is not UTF-8", path.display()));
+        out.insert(Path::new(DIR).join(path), text.to_owned());
+    }
+    for sub in dir.dirs() {
+        collect(sub, out);
+    }
+}
+
+/// The runtime's version, from its `Cargo.toml`.
+pub fn version() -> String {
+    let manifest = RUNTIME
+        .get_file("Cargo.toml")
+        .and_then(|file| file.contents_utf8())
+        .expect("the runtime has a Cargo.toml");
+    package_version(manifest).expect("the runtime's Cargo.toml has a version")
+}
+
+/// The `version` of the `[package]` table of a manifest.
+pub fn package_version(manifest: &str) -> Option<String> {
+    let mut in_package = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+        } else if in_package && let Some(value) = line.strip_prefix("version") {
+            let value = value.trim_start().strip_prefix('=')?.trim();
+            return Some(value.trim_matches('"').to_owned());
+        }
+    }
+    None
+}
+
+/// The hex SHA-256 of `bytes`.
+pub fn sha256(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
+/// The `CHECKSUMS` file for `files` (paths under [`DIR`]): `<sha256>  <path>` per file, paths
+/// relative to [`DIR`], sorted, as `sha256sum` writes them, so `sha256sum -c CHECKSUMS` checks
+/// them too.
+pub fn checksums(files: &BTreeMap<PathBuf, String>) -> String {
+    let mut out = String::new();
+    for (path, text) in files {
+        let relative = path.strip_prefix(DIR).unwrap_or(path);
+        if relative == Path::new(CHECKSUMS) {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "{}  {}",
+            sha256(text.as_bytes()),
+            relative.to_string_lossy().replace('\\', "/")
+        );
+    }
+    out
+}
+
+/// What PROJECT records of this rsbuilder's runtime.
+pub fn project_record() -> crate::project::RuntimeRecord {
+    let files = files();
+    crate::project::RuntimeRecord {
+        version: version(),
+        checksum: record(&files[&Path::new(DIR).join(CHECKSUMS)]),
+    }
+}
+
+/// What PROJECT records: `sha256:` and the hash of the `CHECKSUMS` text.
+pub fn record(checksums: &str) -> String {
+    format!("sha256:{}", sha256(checksums.as_bytes()))
+}
+
+/// Parses a `CHECKSUMS` file into path (relative to [`DIR`]) → hash; `None` if a line is not
+/// `<64 hex digits>  <path>`.
+pub fn parse_checksums(text: &str) -> Option<BTreeMap<PathBuf, String>> {
+    text.lines()
+        .map(|line| {
+            let (hash, path) = line.split_once("  ")?;
+            let valid = hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit());
+            (valid && !path.is_empty()).then(|| (PathBuf::from(path), hash.to_owned()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runtime_is_embedded_with_its_checksums() {
+        let files = files();
+        for path in [
+            "runtime/Cargo.toml",
+            "runtime/src/lib.rs",
+            "runtime/src/leader.rs",
+        ] {
+            assert!(files.contains_key(Path::new(path)), "{path}");
+        }
+        assert!(files.keys().all(|path| path.starts_with(DIR)));
+        let checksums = &files[&Path::new(DIR).join(CHECKSUMS)];
+        let parsed = parse_checksums(checksums).unwrap();
+        assert_eq!(parsed.len(), files.len() - 1);
+        assert_eq!(
+            parsed[Path::new("src/lib.rs")],
+            sha256(files[Path::new("runtime/src/lib.rs")].as_bytes())
+        );
+    }
+
+    #[test]
+    fn the_version_comes_from_the_manifest() {
+        assert_eq!(
+            package_version(
+                "[package]\nname = \"x\"\nversion = \"1.2.3\"\n[dependencies]\nversion = \"9\"\n"
+            ),
+            Some("1.2.3".to_owned())
+        );
+        assert_eq!(package_version("[dependencies]\nversion = \"9\"\n"), None);
+        assert!(version().split('.').all(|part| part.parse::<u32>().is_ok()));
+    }
+
+    #[test]
+    fn sha256_is_the_standard_one() {
+        assert_eq!(
+            sha256(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn malformed_checksum_files_are_refused() {
+        assert!(parse_checksums("abc  src/lib.rs\n").is_none());
+        assert!(parse_checksums(&format!("{}  \n", "a".repeat(64))).is_none());
+        assert_eq!(parse_checksums("").unwrap().len(), 0);
+    }
+}

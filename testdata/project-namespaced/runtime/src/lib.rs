@@ -1,0 +1,36 @@
+//! The runtime of operators scaffolded by rsbuilder: what kubebuilder projects get from
+//! controller-runtime, for kube-rs.
+//!
+//! A generated `main.rs` parses [`ManagerArgs`] (kubebuilder's manager flags, to flatten into its
+//! own clap parser), sets up logging with [`telemetry::init`], and hands its controllers to a
+//! [`Manager`], which
+//! - serves `/healthz` and `/readyz` ([`health`]) and `/metrics` ([`metrics`]), over HTTPS behind
+//!   TokenReview and SubjectAccessReview by default, with certificates that are reloaded when they
+//!   change ([`tls`]);
+//! - runs the controllers only while this replica holds the leader election Lease, with
+//!   client-go's semantics ([`leader`]);
+//! - stops everything cleanly on SIGTERM, and exits with an error when leadership is lost.
+//!
+//! Controllers use [`backoff::Backoff`] for per-object retry delays, and [`controller`] to check
+//! their API before they start and to log what their `Controller::run` stream reports.
+//!
+//! Every request this crate makes to the API server has a timeout.
+
+pub mod args;
+pub mod backoff;
+pub mod controller;
+pub mod health;
+pub mod leader;
+pub mod manager;
+pub mod metrics;
+pub mod server;
+pub mod telemetry;
+pub mod tls;
+
+pub use args::{BindAddress, LogFormat, ManagerArgs};
+pub use backoff::Backoff;
+pub use manager::{ControllerContext, Manager, Registration};
+pub use metrics::Metrics;
+
+/// This crate's version; PROJECT records it, and `rsbuilder upgrade` replaces it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

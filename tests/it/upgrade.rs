@@ -1,0 +1,254 @@
+//! `rsbuilder upgrade`: the project's runtime crate is replaced by this rsbuilder's, unless the
+//! user changed it; pins are raised; failures and `--dry-run` leave the tree as it was.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::support::{Workspace, assert_same_tree, snapshot, stderr};
+
+fn project(name: &str) -> Workspace {
+    let ws = Workspace::new(name);
+    ws.run(&["init", "--domain", "learn.com"]).success();
+    ws
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .fold(String::new(), |mut hex, byte| {
+            let _ = write!(hex, "{byte:02x}");
+            hex
+        })
+}
+
+/// The files of `runtime/`, by path.
+fn runtime_files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    snapshot(&root.join("runtime"))
+}
+
+/// Turns the project's runtime into the one an older rsbuilder would have written: other
+/// sources, a file the new runtime no longer has, an older version and a lower tokio pin,
+/// with `CHECKSUMS` and PROJECT agreeing, as that rsbuilder would have left them.
+fn make_runtime_older(ws: &Workspace) {
+    let lib = ws.read("runtime/src/lib.rs");
+    ws.write("runtime/src/lib.rs", &format!("{lib}\npub mod obsolete;\n"));
+    ws.write("runtime/src/obsolete.rs", "//! Gone from newer runtimes.\n");
+    let manifest =
+        ws.read("runtime/Cargo.toml")
+            .replacen("version = \"0.1.0\"", "version = \"0.0.9\"", 1);
+    ws.write("runtime/Cargo.toml", &manifest);
+    let mut checksums = String::new();
+    for (path, bytes) in runtime_files(ws.root()) {
+        if path != Path::new("CHECKSUMS") && ws.root().join("runtime").join(&path).is_file() {
+            let _ = writeln!(checksums, "{}  {}", sha256(&bytes), path.display());
+        }
+    }
+    ws.write("runtime/CHECKSUMS", &checksums);
+    let project = ws.read("PROJECT");
+    let project: String = project
+        .lines()
+        .map(|line| {
+            if line.starts_with("    runtimeChecksum: ") {
+                format!(
+                    "    runtimeChecksum: \"sha256:{}\"\n",
+                    sha256(checksums.as_bytes())
+                )
+            } else if line.starts_with("    runtimeVersion: ") {
+                "    runtimeVersion: 0.0.9\n".to_owned()
+            } else {
+                format!("{line}\n")
+            }
+        })
+        .collect();
+    ws.write("PROJECT", &project);
+    let workspace = ws.read("Cargo.toml").replace(
+        "tokio = { version = \"1.48.0\"",
+        "tokio = { version = \"1.40.0\"",
+    );
+    assert!(
+        workspace.contains("\"1.40.0\""),
+        "the tokio pin is in Cargo.toml"
+    );
+    ws.write("Cargo.toml", &workspace);
+}
+
+#[test]
+fn an_up_to_date_runtime_is_left_alone() {
+    let ws = project("up-to-date");
+    let before = ws.snapshot();
+    let assert = ws.run(&["upgrade"]).success();
+    assert_eq!(
+        stderr(&assert),
+        "the runtime is up to date (rsbuilder-runtime 0.1.0)\n"
+    );
+    assert_same_tree(&before, &ws.snapshot(), "upgrade of an up-to-date runtime");
+}
+
+#[test]
+fn an_unchanged_older_runtime_is_replaced_and_its_pins_raised() {
+    let fresh = project("fresh-operator");
+    let ws = project("old-operator");
+    make_runtime_older(&ws);
+    let assert = ws.run(&["upgrade"]).success();
+    let err = stderr(&assert);
+    assert!(
+        err.contains("raised tokio 1.40.0 → 1.48.0 in Cargo.toml (the runtime needs it)\n"),
+        "{err}"
+    );
+    assert!(err.contains("updated runtime/src/lib.rs\n"), "{err}");
+    assert!(err.contains("removed runtime/src/obsolete.rs\n"), "{err}");
+    assert!(err.contains("updated runtime/Cargo.toml\n"), "{err}");
+    assert!(
+        err.ends_with("upgraded the runtime from rsbuilder-runtime 0.0.9 to 0.1.0; `cargo build` updates Cargo.lock\n"),
+        "{err}"
+    );
+    assert_eq!(runtime_files(ws.root()), runtime_files(fresh.root()));
+    assert_eq!(
+        ws.read("Cargo.toml"),
+        fresh
+            .read("Cargo.toml")
+            .replace("fresh-operator", "old-operator")
+    );
+    assert_eq!(
+        ws.read("PROJECT"),
+        fresh
+            .read("PROJECT")
+            .replace("fresh-operator", "old-operator")
+    );
+    // Once upgraded, it is up to date.
+    let again = ws.run(&["upgrade"]).success();
+    assert!(stderr(&again).starts_with("the runtime is up to date"));
+}
+
+#[test]
+fn a_changed_runtime_is_refused_naming_the_files_and_forced_over() {
+    let ws = project("changed-operator");
+    let leader = ws.read("runtime/src/leader.rs");
+    ws.write(
+        "runtime/src/leader.rs",
+        &leader.replace("15 s", "fifteen seconds"),
+    );
+    ws.write("runtime/src/mine.rs", "//! Added by the user.\n");
+    make_runtime_older(&ws);
+    // The edits above went into CHECKSUMS too; change two files after it was written.
+    ws.write(
+        "runtime/src/leader.rs",
+        &leader.replace("15 s", "sixteen seconds"),
+    );
+    ws.write("runtime/src/health.rs", "//! Gutted.\n");
+    let before = ws.snapshot();
+
+    let assert = ws.run(&["upgrade"]).failure().code(1);
+    assert_eq!(
+        stderr(&assert),
+        "error: the runtime was changed since rsbuilder wrote it: `runtime/src/health.rs`, `runtime/src/leader.rs` do not match PROJECT's checksum\n\
+         help: move your changes out of runtime/ (into operator/), or pass --force to replace them and lose the changes\n"
+    );
+    assert_same_tree(&before, &ws.snapshot(), "a refused upgrade");
+
+    let assert = ws.run(&["upgrade", "--force"]).success();
+    let err = stderr(&assert);
+    assert!(err.starts_with("warning: the runtime was changed"), "{err}");
+    assert!(err.contains("removed runtime/src/mine.rs\n"), "{err}");
+    let fresh = project("fresh");
+    assert_eq!(runtime_files(ws.root()), runtime_files(fresh.root()));
+}
+
+#[test]
+fn files_added_to_the_runtime_or_an_edited_checksum_file_are_changes() {
+    let ws = project("added-operator");
+    ws.write("runtime/src/mine.rs", "//! Added by the user.\n");
+    let assert = ws.run(&["upgrade"]).failure();
+    assert!(
+        stderr(&assert).starts_with("error: the runtime was changed since rsbuilder wrote it: `runtime/src/mine.rs` does not match"),
+        "{}",
+        stderr(&assert)
+    );
+
+    let ws = project("checksums-operator");
+    let checksums = ws.read("runtime/CHECKSUMS");
+    ws.write("runtime/CHECKSUMS", &checksums.replacen('0', "1", 1));
+    let assert = ws.run(&["upgrade"]).failure();
+    assert!(
+        stderr(&assert).contains("`runtime/CHECKSUMS` does not match PROJECT's checksum"),
+        "{}",
+        stderr(&assert)
+    );
+}
+
+#[test]
+fn a_dry_run_shows_the_diff_and_writes_nothing() {
+    let ws = project("dry-operator");
+    make_runtime_older(&ws);
+    let before = ws.snapshot();
+    let assert = ws.run(&["upgrade", "--dry-run"]).success();
+    let err = stderr(&assert);
+    assert!(
+        err.contains("--- a/runtime/src/lib.rs\n+++ b/runtime/src/lib.rs\n"),
+        "{err}"
+    );
+    assert!(err.contains("-pub mod obsolete;\n"), "{err}");
+    assert!(err.contains("-tokio = { version = \"1.40.0\""), "{err}");
+    assert!(err.contains("+tokio = { version = \"1.48.0\""), "{err}");
+    assert!(
+        err.contains("--- a/runtime/src/obsolete.rs\n+++ /dev/null\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("would remove runtime/src/obsolete.rs\n"),
+        "{err}"
+    );
+    assert!(err.contains("would update PROJECT\n"), "{err}");
+    assert!(
+        err.contains("would raise tokio 1.40.0 → 1.48.0 in Cargo.toml (the runtime needs it)\n"),
+        "{err}"
+    );
+    assert!(!err.contains("upgraded the runtime"), "{err}");
+    assert_same_tree(&before, &ws.snapshot(), "upgrade --dry-run");
+}
+
+#[test]
+fn a_project_without_a_runtime_record_or_outside_a_project_is_refused() {
+    let ws = project("old-layout");
+    let project = ws.read("PROJECT");
+    let without: String = project
+        .lines()
+        .filter(|line| !line.starts_with("    runtime"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    ws.write("PROJECT", &without);
+    let before = ws.snapshot();
+    let assert = ws.run(&["upgrade"]).failure().code(1);
+    let err = stderr(&assert);
+    assert!(
+        err.starts_with("error: PROJECT records no runtime crate"),
+        "{err}"
+    );
+    assert!(err.contains("\nhelp: scaffold a new project"), "{err}");
+    assert_same_tree(&before, &ws.snapshot(), "a refused upgrade");
+
+    let empty = Workspace::new("empty");
+    let assert = empty.run(&["upgrade"]).failure().code(1);
+    assert!(stderr(&assert).starts_with("error: no PROJECT file found"));
+}
+
+#[test]
+fn a_failed_upgrade_leaves_the_tree_as_it_was() {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = project("locked-operator");
+    ws.write("runtime/src/tls.rs", "//! An older TLS module.\n");
+    make_runtime_older(&ws);
+    let locked = ws.root().join("runtime/src/tls.rs");
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let before = ws.snapshot();
+    let assert = ws.run(&["upgrade"]).failure().code(1);
+    assert_eq!(
+        stderr(&assert),
+        "error: `runtime/src/tls.rs` is read-only, and rsbuilder would change it\n\
+         help: make it writable (`chmod u+w <file>`), then run the command again\n"
+    );
+    assert_same_tree(&before, &ws.snapshot(), "a failed upgrade");
+}
