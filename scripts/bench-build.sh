@@ -5,6 +5,8 @@
 #
 #   scripts/bench-build.sh [--release]
 #
+# RSBUILDER=/path/to/rsbuilder scaffolds with another build of rsbuilder, to compare versions.
+#
 # The groups are the dependencies the runtime crate could do without, each with the crates
 # only it brings in:
 #   http2    h2 (and its private dependencies), for --enable-http2;
@@ -19,8 +21,11 @@ set -euo pipefail
 profile=()
 [[ "${1:-}" == "--release" ]] && profile=(--release)
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin rsbuilder
-rsbuilder="$root/target/release/rsbuilder"
+rsbuilder="${RSBUILDER:-}"
+if [[ -z "$rsbuilder" ]]; then
+  cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin rsbuilder
+  rsbuilder="$root/target/release/rsbuilder"
+fi
 
 work="$(mktemp -d -t rsbuilder-bench.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
@@ -77,11 +82,17 @@ groups = {
     "http2 (hyper's and hyper-util's h2)": (None, "h2"),
     "rcgen (self-signed certificate)": (None, "rcgen"),
     "clap derive": ("clap", "clap_derive"),
+    "axum-server": (None, "axum-server"),
+    "kube-lease-manager": (None, "kube-lease-manager"),
     "rsbuilder-runtime itself": (None, "rsbuilder-runtime"),
 }
 print(f"cold build of the manager: {wall} s wall, {total:.1f} s of compile units ({len(units)} units)")
 for group, (cut_from, cut_to) in groups.items():
+    if cut_to not in everything:
+        print(f"{group:38}    -- not a dependency")
+        continue
     gone = everything - reachable(cut_from, cut_to) if cut_to != "rsbuilder-runtime" else {"rsbuilder-runtime"}
+    gone = {n for n in gone if by_name.get(n, 0.0) > 0}
     cost = sum(by_name.get(n, 0.0) for n in gone)
     detail = ", ".join(f"{n} {by_name.get(n, 0.0):.1f}" for n in sorted(gone, key=lambda n: -by_name.get(n, 0.0)))
     print(f"{group:38} {cost:6.1f} s ({100 * cost / total:4.1f} %): {detail}")

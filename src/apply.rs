@@ -151,7 +151,9 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
     }
 
     for path in plan.removals {
-        if changes.contains_key(&path) || read_existing(root, &path)?.is_none() {
+        // Any file goes, text or not; a folder or a missing path is left alone.
+        let is_file = fs::symlink_metadata(root.join(&path)).is_ok_and(|meta| !meta.is_dir());
+        if changes.contains_key(&path) || !is_file {
             continue;
         }
         changes.insert(
@@ -490,7 +492,7 @@ mod tests {
     #[test]
     fn removals_delete_files_and_are_undone_with_the_rest() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join("old.rs"), "old").unwrap();
+        fs::write(dir.path().join("old.rs"), [0xff, 0xfe, 0x00]).unwrap();
         fs::write(dir.path().join("z"), "in the way").unwrap();
         let before = snapshot(dir.path());
         let plan = || Plan {

@@ -60,6 +60,19 @@ pub fn upgrade(root: &Path, options: UpgradeOptions) -> anyhow::Result<()> {
         ));
         return Ok(());
     }
+    let installed = runtime::version();
+    if parse_version(&recorded.version) > parse_version(&installed) {
+        let message = format!(
+            "the project's runtime ({}) is newer than this rsbuilder's ({installed}): upgrading would downgrade it",
+            recorded.version
+        );
+        if !options.force {
+            return Err(UserError::new(message)
+                .help("install a newer rsbuilder (`cargo install rsbuilder`), or pass --force to downgrade")
+                .into());
+        }
+        ui::note(&format!("warning: {message}; --force downgrades it"));
+    }
     if !changed.is_empty() {
         let list: Vec<String> = changed.iter().map(|p| format!("`{p}`")).collect();
         let message = format!(
@@ -118,7 +131,7 @@ fn read_runtime(root: &Path) -> anyhow::Result<BTreeMap<PathBuf, Vec<u8>>> {
     let walk = walkdir::WalkDir::new(&dir)
         .sort_by_file_name()
         .into_iter()
-        .filter_entry(|entry| entry.file_name() != "target");
+        .filter_entry(|entry| !(entry.depth() == 1 && entry.file_name() == "target"));
     for entry in walk {
         let entry = entry.with_context(|| format!("failed to read `{}`", runtime::DIR))?;
         if entry.file_type().is_dir() {
@@ -187,7 +200,12 @@ fn plan(
     let manifest = std::fs::read_to_string(&manifest_path)
         .with_context(|| format!("failed to read `{MANIFEST}`"))?;
     let runtime_manifest = &new_files[&Path::new(runtime::DIR).join("Cargo.toml")];
-    let (raised, pins) = raise_pins(&manifest, runtime_manifest);
+    let (raised, pins, unread) = raise_pins(&manifest, runtime_manifest);
+    for (name, needed) in &unread {
+        ui::note(&format!(
+            "warning: cannot read the version of `{name}` in {MANIFEST}; the runtime needs {needed} or newer"
+        ));
+    }
 
     let mut files: Vec<PlannedFile> = new_files
         .into_iter()
@@ -251,17 +269,40 @@ struct Pin {
 
 /// Raises every `[workspace.dependencies]` version of `workspace` that is lower than the
 /// version the runtime's `[dependencies]` require, keeping everything else of each line.
-fn raise_pins(workspace: &str, runtime_manifest: &str) -> (String, Vec<Pin>) {
+/// Also returns the dependencies the runtime needs whose workspace entry has a form this does
+/// not read (`=5.0`, `~1.40`, a `[workspace.dependencies.kube]` table), with the version needed.
+fn raise_pins(
+    workspace: &str,
+    runtime_manifest: &str,
+) -> (String, Vec<Pin>, Vec<(String, String)>) {
     let required: BTreeMap<String, String> = section(runtime_manifest, "dependencies")
         .filter_map(|line| dependency(line).map(|(name, version, _)| (name, version)))
         .collect();
     let mut pins = Vec::new();
+    let mut unread = Vec::new();
     let mut out = String::with_capacity(workspace.len());
     let mut in_section = false;
     for line in workspace.split_inclusive('\n') {
-        let trimmed = line.trim();
+        let trimmed = line.split('#').next().unwrap_or_default().trim();
         if trimmed.starts_with('[') {
             in_section = trimmed == "[workspace.dependencies]";
+            let table = trimmed
+                .strip_prefix("[workspace.dependencies.")
+                .and_then(|rest| rest.strip_suffix(']'))
+                .map(|name| name.trim_matches('"'));
+            if let Some(needed) = table.and_then(|name| required.get(name)) {
+                unread.push((table.unwrap_or_default().to_owned(), needed.clone()));
+            }
+        } else if in_section && dependency(line).is_none() {
+            let key = trimmed
+                .split('=')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .trim_matches('"');
+            if let Some(needed) = required.get(key) {
+                unread.push((key.to_owned(), needed.clone()));
+            }
         }
         let raised =
             in_section
@@ -280,7 +321,7 @@ fn raise_pins(workspace: &str, runtime_manifest: &str) -> (String, Vec<Pin>) {
                 });
         out.push_str(raised.as_deref().unwrap_or(line));
     }
-    (out, pins)
+    (out, pins, unread)
 }
 
 /// The lines of a manifest's `[name]` table.
@@ -341,7 +382,8 @@ mod tests {
     fn pins_lower_than_the_runtime_needs_are_raised_and_nothing_else_changes() {
         let workspace = "[workspace]\nmembers = [\"api\"]\n\n[workspace.dependencies]\nkube = { version = \"5.0.0\", default-features = false }\ntokio = { version = \"1.40.0\", features = [\"macros\"] }\nanyhow = \"1.0.100\"\nclap = \"4\"\n# serde = \"0.1\"\n\n[profile.release]\nversion = \"0.0.1\"\n";
         let runtime = "[package]\nname = \"rsbuilder-runtime\"\nversion = \"0.2.0\"\n\n[dependencies]\nkube = { version = \"5.1.0\", default-features = false, features = [\"client\"] }\ntokio = { version = \"1.48.0\", features = [\"net\"] }\nanyhow = \"1.0.90\"\nclap = { version = \"4.5.51\", features = [\"derive\"] }\nserde = \"1.0.228\"\n\n[dev-dependencies]\nanyhow = \"9.0.0\"\n";
-        let (raised, pins) = raise_pins(workspace, runtime);
+        let (raised, pins, unread) = raise_pins(workspace, runtime);
+        assert!(unread.is_empty(), "{unread:?}");
         assert_eq!(
             raised,
             "[workspace]\nmembers = [\"api\"]\n\n[workspace.dependencies]\nkube = { version = \"5.1.0\", default-features = false }\ntokio = { version = \"1.48.0\", features = [\"macros\"] }\nanyhow = \"1.0.100\"\nclap = \"4.5.51\"\n# serde = \"0.1\"\n\n[profile.release]\nversion = \"0.0.1\"\n"
@@ -355,6 +397,23 @@ mod tests {
                 from: "5.0.0".into(),
                 to: "5.1.0".into()
             }
+        );
+    }
+
+    #[test]
+    fn pins_in_forms_it_cannot_read_are_reported() {
+        let workspace = "[workspace.dependencies]\nkube = { version = \"=5.0.0\" }\ntokio = \"~1.40\" # pinned\n\n[workspace.dependencies.clap]\nversion = \"4.0.0\"\n";
+        let runtime = "[dependencies]\nkube = \"5.1.0\"\ntokio = \"1.48.0\"\nclap = \"4.5.51\"\n";
+        let (raised, pins, unread) = raise_pins(workspace, runtime);
+        assert_eq!(raised, workspace);
+        assert!(pins.is_empty());
+        assert_eq!(
+            unread,
+            [
+                ("kube".to_owned(), "5.1.0".to_owned()),
+                ("tokio".to_owned(), "1.48.0".to_owned()),
+                ("clap".to_owned(), "4.5.51".to_owned())
+            ]
         );
     }
 

@@ -252,3 +252,23 @@ fn a_failed_upgrade_leaves_the_tree_as_it_was() {
     );
     assert_same_tree(&before, &ws.snapshot(), "a failed upgrade");
 }
+
+#[test]
+fn a_newer_runtime_is_not_downgraded_without_force() {
+    let ws = project("newer-operator");
+    let project = ws
+        .read("PROJECT")
+        .replace("runtimeVersion: 0.1.0", "runtimeVersion: 0.10.0");
+    ws.write("PROJECT", &project);
+    let before = ws.snapshot();
+    let assert = ws.run(&["upgrade"]).failure().code(1);
+    assert_eq!(
+        stderr(&assert),
+        "error: the project's runtime (0.10.0) is newer than this rsbuilder's (0.1.0): upgrading would downgrade it\n\
+         help: install a newer rsbuilder (`cargo install rsbuilder`), or pass --force to downgrade\n"
+    );
+    assert_same_tree(&before, &ws.snapshot(), "a refused downgrade");
+    let assert = ws.run(&["upgrade", "--force"]).success();
+    assert!(stderr(&assert).starts_with("warning: the project's runtime (0.10.0) is newer"));
+    assert!(ws.read("PROJECT").contains("runtimeVersion: 0.1.0\n"));
+}

@@ -73,8 +73,9 @@ impl LeaderElectionConfig {
             "the leader election retry period must be positive"
         );
         anyhow::ensure!(
-            self.lease_duration.as_secs() >= 1,
-            "the leader election lease duration must be at least 1s"
+            self.lease_duration.as_secs() >= 1 && self.lease_duration.subsec_nanos() == 0,
+            "the leader election lease duration ({:?}) must be a whole number of seconds: the Lease records seconds",
+            self.lease_duration
         );
         Ok(())
     }
@@ -207,9 +208,11 @@ impl LeaderElector {
     /// ([`Held::Lost`]). `leadership` follows every successful renewal.
     pub async fn hold(&mut self, leadership: &mut Leadership, stop: &CancellationToken) -> Held {
         loop {
+            // The next renewal is due a retry period after the last one was sent, not after its
+            // answer came: a slow answer must not push the renewals toward the deadline.
             tokio::select! {
                 () = stop.cancelled() => return Held::Stopped,
-                () = tokio::time::sleep(self.config.retry_period) => {}
+                () = tokio::time::sleep_until(leadership.renewed + self.config.retry_period) => {}
             }
             loop {
                 let deadline = leadership.renewed + self.config.renew_deadline;
@@ -478,6 +481,12 @@ pub(crate) mod tests {
         let mut bad = config();
         bad.retry_period = Duration::from_secs(9);
         assert!(bad.validate().is_err());
+        let mut bad = config();
+        bad.lease_duration = Duration::from_millis(10_500);
+        assert_eq!(
+            bad.validate().unwrap_err().to_string(),
+            "the leader election lease duration (10.5s) must be a whole number of seconds: the Lease records seconds"
+        );
         // A lost leader stops a second before the Lease can expire for the others.
         let now = Instant::now();
         assert_eq!(config().stop_by(now), now + Duration::from_secs(14));
@@ -609,6 +618,54 @@ pub(crate) mod tests {
             "gave up exactly at the renew deadline"
         );
         assert_eq!(failures, 4, "retried every retry period until the deadline");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn renewals_are_due_from_when_the_last_one_was_sent() {
+        let (mut elector, mut server) = elector();
+        let stop = CancellationToken::new();
+        let holding = tokio::spawn(async move {
+            let mut leadership = elector.acquire(&stop).await.unwrap();
+            let acquired = leadership.renewed;
+            (elector.hold(&mut leadership, &stop).await, acquired)
+        });
+        grant(&mut server).await;
+        let started = Instant::now();
+        // The first renewal is answered after 7 s, within the deadline.
+        let (_, send) = next(&mut server, Method::GET, PATH).await;
+        assert_eq!(started.elapsed(), Duration::from_secs(2));
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        respond(
+            send,
+            200,
+            &lease("me", "2026-01-01T00:00:00.000000Z", 0, "1"),
+        );
+        let (body, send) = next(&mut server, Method::PUT, PATH).await;
+        respond(send, 200, &body);
+        // The next one was due at 2 + 2 s, which has passed: it is sent at once, and fails.
+        let (_, send) = next(&mut server, Method::GET, PATH).await;
+        assert_eq!(started.elapsed(), Duration::from_secs(9));
+        respond(send, 500, &failure(500));
+        let mut failures = 1;
+        while let Ok(Some((_, send))) =
+            tokio::time::timeout(Duration::from_secs(60), server.next_request()).await
+        {
+            failures += 1;
+            respond(send, 500, &failure(500));
+        }
+        let (held, acquired) = holding.await.unwrap();
+        // Lost at the renewal sent at 2 s plus the 10 s deadline, not later.
+        assert_eq!(
+            held,
+            Held::Lost {
+                last_renewed: acquired + Duration::from_secs(2)
+            }
+        );
+        assert_eq!(started.elapsed(), Duration::from_secs(12));
+        assert_eq!(
+            failures, 2,
+            "retried at 11 s; the deadline came before another retry"
+        );
     }
 
     #[tokio::test(start_paused = true)]

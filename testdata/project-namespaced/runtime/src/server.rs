@@ -54,6 +54,7 @@ pub async fn serve(
     }
     let acceptor = options.tls.map(TlsAcceptor::from);
     let graceful = GracefulShutdown::new();
+    let mut connections = tokio::task::JoinSet::new();
     let local = listener
         .local_addr()
         .context("failed to read the listening address")?;
@@ -71,16 +72,18 @@ pub async fn serve(
                 }
             },
         };
+        // Forget the connections that have ended.
+        while connections.try_join_next().is_some() {}
         let router = router.clone();
         let builder = builder.clone();
         let watcher = graceful.watcher();
         match &acceptor {
             None => {
-                tokio::spawn(serve_connection(builder, stream, router, watcher, peer));
+                connections.spawn(serve_connection(builder, stream, router, watcher, peer));
             }
             Some(acceptor) => {
                 let acceptor = acceptor.clone();
-                tokio::spawn(async move {
+                connections.spawn(async move {
                     let stream = match tokio::time::timeout(
                         HANDSHAKE_TIMEOUT,
                         acceptor.accept(stream),
@@ -110,6 +113,8 @@ pub async fn serve(
     {
         tracing::warn!(%local, "closed connections that were still open after {DRAIN_TIMEOUT:?}");
     }
+    // Connections still open, and handshakes still running, end here.
+    connections.abort_all();
     Ok(())
 }
 

@@ -1,8 +1,10 @@
 //! The manager: runs the registered controllers, the probe and metrics endpoints and leader
 //! election, and stops them all cleanly on SIGTERM, as controller-runtime's manager does.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
 use futures::FutureExt;
@@ -18,6 +20,10 @@ use crate::leader::{self, Held, LeaderElectionConfig, LeaderElector};
 use crate::metrics::{self, Authorizer, Metrics};
 use crate::server::{self, ServeOptions};
 use crate::tls::{self, CertResolver, CertSource};
+
+/// How long controllers get to stop after shutdown begins (controller-runtime's default
+/// `GracefulShutdownTimeout`); a leader's Lease is renewed meanwhile.
+pub const GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 // Controllers publish events with kube's `Recorder`, which creates them and patches repeats
 // into a series; leader election reads and writes its Lease.
@@ -273,16 +279,19 @@ impl Manager {
         tracing::info!("acquired the leader election Lease {lease}");
         self.metrics.set_leader(true);
 
+        // The controllers stop on shutdown; the Lease is renewed until they have stopped, so
+        // that no other replica starts while they finish.
         let stop = shutdown.child_token();
+        let renewing = CancellationToken::new();
         let controllers = self.run_controllers(controllers, stop.clone());
         tokio::pin!(controllers);
         let held = tokio::select! {
             result = &mut controllers => Ok(result),
-            held = elector.hold(&mut leadership, &stop) => Err(held),
+            held = elector.hold(&mut leadership, &renewing) => Err(held),
         };
         let result = match held {
             Ok(result) => result,
-            Err(Held::Stopped) => controllers.await,
+            Err(Held::Stopped) => unreachable!("renewal is never stopped while controllers run"),
             Err(Held::Lost { last_renewed }) => {
                 self.metrics.set_leader(false);
                 stop.cancel();
@@ -317,8 +326,9 @@ impl Manager {
         result
     }
 
-    /// Runs every controller until `stop` is cancelled. One that fails or ends early marks the
-    /// manager unhealthy and stops the others.
+    /// Runs every controller until `stop` is cancelled, then gives them
+    /// [`GRACEFUL_SHUTDOWN_TIMEOUT`] to stop. One that fails or ends early marks the manager
+    /// unhealthy and stops the others.
     async fn run_controllers(
         &self,
         controllers: Vec<Registration>,
@@ -328,6 +338,7 @@ impl Manager {
             tracing::warn!("no controllers are registered; add one with `rsbuilder create api`");
         }
         let mut tasks = JoinSet::new();
+        let mut names = HashMap::new();
         for registration in controllers {
             let ctx = ControllerContext {
                 name: registration.name,
@@ -338,19 +349,54 @@ impl Manager {
                 watch_namespace: self.args.watch_namespace.clone(),
             };
             tracing::info!(controller = registration.name, "starting controller");
-            let name = registration.name;
-            tasks.spawn(async move { (name, (registration.start)(ctx).await) });
+            let task = tasks.spawn((registration.start)(ctx));
+            names.insert(task.id(), registration.name);
         }
 
         let mut result = Ok(());
-        while let Some(joined) = tasks.join_next().await {
+        let mut deadline = None;
+        loop {
+            let joined = if stop.is_cancelled() {
+                let deadline = *deadline
+                    .get_or_insert_with(|| tokio::time::Instant::now() + GRACEFUL_SHUTDOWN_TIMEOUT);
+                match tokio::time::timeout_at(deadline, tasks.join_next_with_id()).await {
+                    Ok(joined) => joined,
+                    Err(_) => {
+                        let mut stuck: Vec<&str> = names.values().copied().collect();
+                        stuck.sort_unstable();
+                        let error = anyhow!(
+                            "controller {} did not stop within {GRACEFUL_SHUTDOWN_TIMEOUT:?} of shutdown",
+                            stuck.join(", ")
+                        );
+                        tracing::error!("{error}");
+                        tasks.abort_all();
+                        if result.is_ok() {
+                            result = Err(error);
+                        }
+                        break;
+                    }
+                }
+            } else {
+                tokio::select! {
+                    joined = tasks.join_next_with_id() => joined,
+                    () = stop.cancelled() => continue,
+                }
+            };
+            let Some(joined) = joined else {
+                break;
+            };
+            let id = match &joined {
+                Ok((id, _)) => *id,
+                Err(error) => error.id(),
+            };
+            let name = names.remove(&id).unwrap_or("unknown");
             let failure = match joined {
-                Err(error) => Some(anyhow!("a controller panicked: {error}")),
-                Ok((name, Err(error))) => Some(error.context(format!("controller {name} failed"))),
-                Ok((name, Ok(()))) if !stop.is_cancelled() => {
+                Err(error) => Some(anyhow!("controller {name} panicked: {error}")),
+                Ok((_, Err(error))) => Some(error.context(format!("controller {name} failed"))),
+                Ok((_, Ok(()))) if !stop.is_cancelled() => {
                     Some(anyhow!("controller {name} stopped before shutdown"))
                 }
-                Ok((name, Ok(()))) => {
+                Ok((_, Ok(()))) => {
                     tracing::info!(controller = name, "controller stopped");
                     None
                 }
@@ -402,7 +448,6 @@ mod tests {
     use clap::Parser;
     use http::{Method, StatusCode};
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::time::Duration;
     use tokio::time::Instant;
 
     #[derive(Parser)]
@@ -672,6 +717,87 @@ mod tests {
         );
         assert_eq!(body["spec"].get("holderIdentity"), None);
         respond(send, 200, &body);
+        tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn controllers_that_do_not_stop_are_abandoned_after_the_grace_period() {
+        let stubborn = Registration::new("stubborn", |_ctx: ControllerContext| async {
+            std::future::pending::<()>().await;
+            Ok(())
+        });
+        let polite = Registration::new("polite", |ctx: ControllerContext| async move {
+            ctx.shutdown.cancelled().await;
+            Ok(())
+        });
+        let shutdown = CancellationToken::new();
+        let run = tokio::spawn(manager().run_until(vec![stubborn, polite], shutdown.clone()));
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let stopping = Instant::now();
+        shutdown.cancel();
+        let error = tokio::time::timeout(Duration::from_secs(60), run)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "controller stubborn did not stop within 30s of shutdown"
+        );
+        assert_eq!(stopping.elapsed(), GRACEFUL_SHUTDOWN_TIMEOUT);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_leader_renews_its_lease_while_its_controllers_finish() {
+        let (manager, mut server) =
+            manager_with(&["--leader-elect", "--leader-election-namespace=operators"]);
+        let shutdown = CancellationToken::new();
+        // A controller that needs 5 s to finish its work after shutdown begins.
+        let slow = Registration::new("slow", |ctx: ControllerContext| async move {
+            ctx.shutdown.cancelled().await;
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok(())
+        });
+        let run = tokio::spawn(manager.run_until(vec![slow], shutdown.clone()));
+        grant(&mut server).await;
+        let acquired = Instant::now();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        shutdown.cancel();
+        // Renewals go on every 2 s until the controller is done; then the Lease is released.
+        let mut renewals = 0;
+        loop {
+            let (request, send) =
+                tokio::time::timeout(Duration::from_secs(60), server.next_request())
+                    .await
+                    .unwrap()
+                    .unwrap();
+            let method = request.method().clone();
+            let body: serde_json::Value =
+                serde_json::from_slice(&request.into_body().collect_bytes().await.unwrap())
+                    .unwrap_or_default();
+            if method == Method::GET {
+                renewals += 1;
+                respond(
+                    send,
+                    200,
+                    &crate::leader::tests::lease("me", "2026-01-01T00:00:00.000000Z", 0, "2"),
+                );
+            } else if body["spec"].get("holderIdentity").is_some() {
+                respond(send, 200, &body);
+            } else {
+                assert!(
+                    acquired.elapsed() >= Duration::from_secs(5),
+                    "released after the controller"
+                );
+                respond(send, 200, &body);
+                break;
+            }
+        }
+        assert_eq!(renewals, 2, "renewed at 2 s and 4 s");
         tokio::time::timeout(Duration::from_secs(5), run)
             .await
             .unwrap()

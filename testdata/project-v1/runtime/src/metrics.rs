@@ -10,8 +10,10 @@
 //! The [`Authorizer`] protects the API server, and with it the controllers' own requests: its
 //! answers are cached as controller-runtime caches them (tokens for a minute, allowed requests
 //! for five minutes, denied ones for thirty seconds), every review has a timeout, and at most
-//! [`MAX_CONCURRENT_REVIEWS`] run at once. A flood of unknown tokens gets `429 Too Many
-//! Requests` rather than a queue of reviews.
+//! [`MAX_CONCURRENT_REVIEWS`] run at once for unknown tokens. A flood of unknown tokens gets
+//! `429 Too Many Requests` rather than a queue of reviews, and cannot lock out the clients
+//! that were authenticated before: their tokens stay in a cache of their own, and their
+//! reviews have [`RESERVED_REVIEWS`] places of their own.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -49,9 +51,15 @@ pub const ALLOW_CACHE_TTL: Duration = Duration::from_secs(300);
 pub const DENY_CACHE_TTL: Duration = Duration::from_secs(30);
 /// How long one review may take before the request is answered `503`.
 pub const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
-/// How many reviews may be in flight at once; further requests that need one get `429`.
+/// How many reviews of unknown tokens may be in flight at once; further requests that need
+/// one get `429`.
 pub const MAX_CONCURRENT_REVIEWS: usize = 4;
-/// How many tokens, and how many users, each cache holds at most.
+/// Further reviews that only tokens authenticated before may use, so that a flood of unknown
+/// tokens cannot lock out Prometheus when its cached answer expires.
+pub const RESERVED_REVIEWS: usize = 2;
+/// How long an authenticated token counts as known, for [`RESERVED_REVIEWS`].
+const KNOWN_TOKEN_TTL: Duration = Duration::from_secs(3600);
+/// How many entries each cache holds at most.
 const CACHE_CAPACITY: usize = 1024;
 
 /// Every metric of the manager, registered in one registry.
@@ -255,7 +263,11 @@ struct AuthorizerInner {
     client: Client,
     timeout: Duration,
     reviews: Semaphore,
-    tokens: Mutex<Cache<String, Option<UserInfo>>>,
+    reserved: Semaphore,
+    /// Authenticated tokens: answers for [`TOKEN_CACHE_TTL`], known for [`KNOWN_TOKEN_TTL`].
+    tokens: Mutex<Cache<String, UserInfo>>,
+    /// Rejected tokens, apart from the others so that a flood cannot push those out.
+    rejected: Mutex<Cache<String, ()>>,
     access: Mutex<Cache<String, bool>>,
 }
 
@@ -272,7 +284,9 @@ impl Authorizer {
                 client,
                 timeout,
                 reviews: Semaphore::new(MAX_CONCURRENT_REVIEWS),
+                reserved: Semaphore::new(RESERVED_REVIEWS),
                 tokens: Mutex::new(Cache::new(CACHE_CAPACITY)),
+                rejected: Mutex::new(Cache::new(CACHE_CAPACITY)),
                 access: Mutex::new(Cache::new(CACHE_CAPACITY)),
             }),
         }
@@ -286,26 +300,42 @@ impl Authorizer {
     }
 
     async fn authenticate(&self, token: &str) -> Result<UserInfo, Denied> {
-        let cached = lock(&self.inner.tokens).get(token);
-        let user = match cached {
-            Some(user) => user,
-            None => {
-                let review = TokenReview {
-                    spec: TokenReviewSpec {
-                        token: Some(token.to_owned()),
-                        ..TokenReviewSpec::default()
-                    },
-                    ..TokenReview::default()
-                };
-                let review = self.review("TokenReview", review).await?;
-                let status = review.status.unwrap_or_default();
-                let user =
-                    (status.authenticated == Some(true)).then(|| status.user.unwrap_or_default());
-                lock(&self.inner.tokens).insert(token.to_owned(), user.clone(), TOKEN_CACHE_TTL);
-                user
-            }
+        let known = match lock(&self.inner.tokens).get(token) {
+            Lookup::Fresh(user) => return Ok(user),
+            Lookup::Expired => true,
+            Lookup::Missing => false,
         };
-        user.ok_or(Denied::Unauthenticated)
+        if !known && matches!(lock(&self.inner.rejected).get(token), Lookup::Fresh(())) {
+            return Err(Denied::Unauthenticated);
+        }
+        let review = TokenReview {
+            spec: TokenReviewSpec {
+                token: Some(token.to_owned()),
+                ..TokenReviewSpec::default()
+            },
+            ..TokenReview::default()
+        };
+        let review = self.review("TokenReview", review, known).await?;
+        let status = review.status.unwrap_or_default();
+        if status.authenticated == Some(true) {
+            let user = status.user.unwrap_or_default();
+            lock(&self.inner.tokens).insert(
+                token.to_owned(),
+                user.clone(),
+                TOKEN_CACHE_TTL,
+                KNOWN_TOKEN_TTL,
+            );
+            Ok(user)
+        } else {
+            lock(&self.inner.tokens).remove(token);
+            lock(&self.inner.rejected).insert(
+                token.to_owned(),
+                (),
+                TOKEN_CACHE_TTL,
+                TOKEN_CACHE_TTL,
+            );
+            Err(Denied::Unauthenticated)
+        }
     }
 
     async fn authorize(&self, user: UserInfo, path: &str) -> Result<(), Denied> {
@@ -315,8 +345,8 @@ impl Authorizer {
         );
         let cached = lock(&self.inner.access).get(&key);
         let allowed = match cached {
-            Some(allowed) => allowed,
-            None => {
+            Lookup::Fresh(allowed) => allowed,
+            Lookup::Expired | Lookup::Missing => {
                 let review = SubjectAccessReview {
                     spec: SubjectAccessReviewSpec {
                         user: user.username,
@@ -331,14 +361,15 @@ impl Authorizer {
                     },
                     ..SubjectAccessReview::default()
                 };
-                let review = self.review("SubjectAccessReview", review).await?;
+                // The user is authenticated: not part of a flood of unknown tokens.
+                let review = self.review("SubjectAccessReview", review, true).await?;
                 let allowed = review.status.is_some_and(|status| status.allowed);
                 let ttl = if allowed {
                     ALLOW_CACHE_TTL
                 } else {
                     DENY_CACHE_TTL
                 };
-                lock(&self.inner.access).insert(key, allowed, ttl);
+                lock(&self.inner.access).insert(key, allowed, ttl, ttl);
                 allowed
             }
         };
@@ -349,8 +380,9 @@ impl Authorizer {
         }
     }
 
-    /// Creates one review, within the concurrency limit and the timeout.
-    async fn review<K>(&self, what: &str, review: K) -> Result<K, Denied>
+    /// Creates one review, within the concurrency limit and the timeout. `known` reviews may
+    /// also use the reserved places.
+    async fn review<K>(&self, what: &str, review: K, known: bool) -> Result<K, Denied>
     where
         K: kube::Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
             + Clone
@@ -358,7 +390,15 @@ impl Authorizer {
             + serde::Serialize
             + std::fmt::Debug,
     {
-        let _permit = self.inner.reviews.try_acquire().map_err(|_| Denied::Busy)?;
+        let _permit = match self.inner.reviews.try_acquire() {
+            Ok(permit) => permit,
+            Err(_) if known => self
+                .inner
+                .reserved
+                .try_acquire()
+                .map_err(|_| Denied::Busy)?,
+            Err(_) => return Err(Denied::Busy),
+        };
         let api = Api::<K>::all(self.inner.client.clone());
         match tokio::time::timeout(
             self.inner.timeout,
@@ -402,10 +442,27 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Answers that expire. Bounded: when full, expired entries go first, then the oldest.
+/// What a cache knows of a key.
+enum Lookup<V> {
+    /// An answer still valid.
+    Fresh(V),
+    /// An answer that expired, for a key still remembered.
+    Expired,
+    /// Nothing.
+    Missing,
+}
+
+/// Answers that expire, and keys remembered for a while after. Bounded: when full, forgotten
+/// entries go first, then the one that expires first.
 struct Cache<K, V> {
-    entries: HashMap<K, (V, Instant)>,
+    entries: HashMap<K, Entry<V>>,
     capacity: usize,
+}
+
+struct Entry<V> {
+    value: V,
+    expires: Instant,
+    forgotten: Instant,
 }
 
 impl<K: Hash + Eq + Clone, V: Clone> Cache<K, V> {
@@ -416,37 +473,55 @@ impl<K: Hash + Eq + Clone, V: Clone> Cache<K, V> {
         }
     }
 
-    fn get<Q>(&mut self, key: &Q) -> Option<V>
+    fn get<Q>(&mut self, key: &Q) -> Lookup<V>
     where
         K: std::borrow::Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
+        let now = Instant::now();
         match self.entries.get(key) {
-            Some((value, expires)) if *expires > Instant::now() => Some(value.clone()),
+            Some(entry) if entry.expires > now => Lookup::Fresh(entry.value.clone()),
+            Some(entry) if entry.forgotten > now => Lookup::Expired,
             Some(_) => {
                 self.entries.remove(key);
-                None
+                Lookup::Missing
             }
-            None => None,
+            None => Lookup::Missing,
         }
     }
 
-    fn insert(&mut self, key: K, value: V, ttl: Duration) {
+    fn remove<Q>(&mut self, key: &Q)
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.entries.remove(key);
+    }
+
+    /// Stores `value` for `ttl`, and remembers the key for `keep` (at least `ttl`).
+    fn insert(&mut self, key: K, value: V, ttl: Duration, keep: Duration) {
         let now = Instant::now();
-        if self.entries.len() >= self.capacity {
-            self.entries.retain(|_, (_, expires)| *expires > now);
+        if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
+            self.entries.retain(|_, entry| entry.forgotten > now);
         }
-        if self.entries.len() >= self.capacity {
-            let oldest = self
+        if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
+            let first = self
                 .entries
                 .iter()
-                .min_by_key(|(_, (_, expires))| *expires)
+                .min_by_key(|(_, entry)| entry.expires)
                 .map(|(key, _)| key.clone());
-            if let Some(oldest) = oldest {
-                self.entries.remove(&oldest);
+            if let Some(first) = first {
+                self.entries.remove(&first);
             }
         }
-        self.entries.insert(key, (value, now + ttl));
+        self.entries.insert(
+            key,
+            Entry {
+                value,
+                expires: now + ttl,
+                forgotten: now + keep.max(ttl),
+            },
+        );
     }
 }
 
@@ -705,30 +780,34 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_flood_of_random_tokens_cannot_take_more_than_a_few_api_requests() {
+    async fn a_flood_of_random_tokens_takes_few_api_requests_and_locks_nobody_out() {
         let (router, mut server) = secure();
-        // Prometheus' token is known before the flood.
-        let scraping = {
-            let router = router.clone();
-            tokio::spawn(async move { scrape(&router, Some("prometheus")).await.0 })
-        };
-        answer(&mut server, authenticated("prometheus")).await;
-        answer(&mut server, access(true)).await;
-        assert_eq!(scraping.await.unwrap(), StatusCode::OK);
-
-        // The API server takes a second per review; count how many are in flight at once.
+        // The API server takes a second per review; it knows one token, Prometheus'. Count
+        // how many reviews are in flight at once.
         let in_flight = Arc::new(AtomicUsize::new(0));
         let most = Arc::new(AtomicUsize::new(0));
-        let seen = Arc::new(AtomicUsize::new(0));
+        let unknown_reviewed = Arc::new(AtomicUsize::new(0));
         let api = {
-            let (in_flight, most, seen) = (in_flight.clone(), most.clone(), seen.clone());
+            let (in_flight, most, unknown_reviewed) =
+                (in_flight.clone(), most.clone(), unknown_reviewed.clone());
             tokio::spawn(async move {
-                while let Ok(Some((_, send))) =
-                    tokio::time::timeout(Duration::from_secs(30), server.next_request()).await
+                while let Ok(Some((request, send))) =
+                    tokio::time::timeout(Duration::from_secs(600), server.next_request()).await
                 {
-                    seen.fetch_add(1, Ordering::SeqCst);
                     let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                     most.fetch_max(now, Ordering::SeqCst);
+                    let path = request.uri().path().to_owned();
+                    let body: Value =
+                        serde_json::from_slice(&request.into_body().collect_bytes().await.unwrap())
+                            .unwrap();
+                    let answer = if path.ends_with("/subjectaccessreviews") {
+                        access(true)
+                    } else if body["spec"]["token"] == "prometheus" {
+                        authenticated("prometheus")
+                    } else {
+                        unknown_reviewed.fetch_add(1, Ordering::SeqCst);
+                        unauthenticated()
+                    };
                     let in_flight = in_flight.clone();
                     tokio::spawn(async move {
                         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -736,7 +815,7 @@ mod tests {
                         send.send_response(
                             http::Response::builder()
                                 .body(kube::client::Body::from(
-                                    serde_json::to_vec(&unauthenticated()).unwrap(),
+                                    serde_json::to_vec(&answer).unwrap(),
                                 ))
                                 .unwrap(),
                         );
@@ -744,36 +823,55 @@ mod tests {
                 }
             })
         };
-        let flood: Vec<_> = (0..200)
-            .map(|i| {
-                let router = router.clone();
-                tokio::spawn(async move { scrape(&router, Some(&format!("random-{i}"))).await.0 })
-            })
-            .collect();
-        // Prometheus is still served, from the cache, during the flood.
-        tokio::time::sleep(Duration::from_millis(10)).await;
         assert_eq!(scrape(&router, Some("prometheus")).await.0, StatusCode::OK);
 
-        let mut statuses = HashMap::new();
-        for request in flood {
-            *statuses.entry(request.await.unwrap()).or_insert(0) += 1;
+        // Two floods: while Prometheus' answer is cached, and after it expired.
+        for round in 0..2 {
+            if round == 1 {
+                tokio::time::advance(TOKEN_CACHE_TTL + Duration::from_secs(1)).await;
+            }
+            let before = unknown_reviewed.load(Ordering::SeqCst);
+            let flood: Vec<_> = (0..200)
+                .map(|i| {
+                    let router = router.clone();
+                    tokio::spawn(async move {
+                        scrape(&router, Some(&format!("random-{round}-{i}")))
+                            .await
+                            .0
+                    })
+                })
+                .collect();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert_eq!(
+                scrape(&router, Some("prometheus")).await.0,
+                StatusCode::OK,
+                "round {round}: Prometheus is served during the flood"
+            );
+            let mut statuses = HashMap::new();
+            for request in flood {
+                *statuses.entry(request.await.unwrap()).or_insert(0) += 1;
+            }
+            let reviewed = unknown_reviewed.load(Ordering::SeqCst) - before;
+            assert_eq!(
+                statuses.get(&StatusCode::UNAUTHORIZED),
+                Some(&reviewed),
+                "{statuses:?}"
+            );
+            assert_eq!(
+                statuses.get(&StatusCode::TOO_MANY_REQUESTS),
+                Some(&(200 - reviewed)),
+                "{statuses:?}"
+            );
+            assert!(
+                reviewed <= MAX_CONCURRENT_REVIEWS,
+                "{reviewed} unknown tokens reviewed"
+            );
         }
         api.abort();
         assert!(
-            most.load(Ordering::SeqCst) <= MAX_CONCURRENT_REVIEWS,
+            most.load(Ordering::SeqCst) <= MAX_CONCURRENT_REVIEWS + RESERVED_REVIEWS,
             "{} reviews were in flight at once",
             most.load(Ordering::SeqCst)
-        );
-        let reviewed = seen.load(Ordering::SeqCst);
-        assert_eq!(
-            statuses.get(&StatusCode::UNAUTHORIZED),
-            Some(&reviewed),
-            "{statuses:?}"
-        );
-        assert_eq!(
-            statuses.get(&StatusCode::TOO_MANY_REQUESTS),
-            Some(&(200 - reviewed)),
-            "{statuses:?}"
         );
     }
 

@@ -23,6 +23,9 @@ use tokio_util::sync::CancellationToken;
 /// Secret within about a minute of its change, so this adds little to that.
 pub const RELOAD_INTERVAL: Duration = Duration::from_secs(10);
 
+/// The bytes of a certificate file and of its key file.
+type Fingerprint = (Vec<u8>, Vec<u8>);
+
 /// Where an HTTPS endpoint takes its certificate from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CertSource {
@@ -50,8 +53,9 @@ impl CertSource {
         }
     }
 
-    /// The raw bytes of the files, to notice a change; `None` for a self-signed certificate.
-    fn fingerprint(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+    /// The bytes of the files, to notice a change; `None` for a self-signed certificate or
+    /// files that cannot be read right now.
+    fn fingerprint(&self) -> Option<Fingerprint> {
         match self {
             Self::SelfSigned => None,
             Self::Files { cert, key } => {
@@ -60,30 +64,39 @@ impl CertSource {
         }
     }
 
-    fn load(&self, provider: &CryptoProvider) -> anyhow::Result<CertifiedKey> {
-        let (certs, key) = match self {
+    /// The certificate, and the bytes it was made from.
+    fn load(
+        &self,
+        provider: &CryptoProvider,
+    ) -> anyhow::Result<(CertifiedKey, Option<Fingerprint>)> {
+        let (certs, key, fingerprint) = match self {
             Self::SelfSigned => {
                 let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])
                     .context("failed to generate a self-signed certificate")?;
                 let key = PrivatePkcs8KeyDer::from(generated.signing_key.serialize_der());
-                (vec![generated.cert.der().clone()], key.into())
+                (vec![generated.cert.der().clone()], key.into(), None)
             }
             Self::Files { cert, key } => {
-                let certs = CertificateDer::pem_file_iter(cert)
-                    .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                let cert_pem = std::fs::read(cert)
+                    .with_context(|| format!("failed to read certificate `{}`", cert.display()))?;
+                let key_pem = std::fs::read(key)
+                    .with_context(|| format!("failed to read private key `{}`", key.display()))?;
+                let certs = CertificateDer::pem_slice_iter(&cert_pem)
+                    .collect::<Result<Vec<_>, _>>()
                     .with_context(|| format!("failed to read certificate `{}`", cert.display()))?;
                 anyhow::ensure!(
                     !certs.is_empty(),
                     "certificate `{}` holds no PEM certificate",
                     cert.display()
                 );
-                let key: PrivateKeyDer<'static> = PrivateKeyDer::from_pem_file(key)
+                let private: PrivateKeyDer<'static> = PrivateKeyDer::from_pem_slice(&key_pem)
                     .with_context(|| format!("failed to read private key `{}`", key.display()))?;
-                (certs, key)
+                (certs, private, Some((cert_pem, key_pem)))
             }
         };
-        CertifiedKey::from_der(certs, key, provider)
-            .with_context(|| format!("the certificate of {self} does not match its key"))
+        let certified = CertifiedKey::from_der(certs, key, provider)
+            .with_context(|| format!("the certificate of {self} does not match its key"))?;
+        Ok((certified, fingerprint))
     }
 }
 
@@ -102,6 +115,8 @@ pub struct CertResolver {
     source: CertSource,
     provider: Arc<CryptoProvider>,
     current: RwLock<Arc<CertifiedKey>>,
+    /// The bytes `current` was made from.
+    loaded: RwLock<Option<Fingerprint>>,
 }
 
 impl fmt::Debug for CertResolver {
@@ -117,11 +132,12 @@ impl CertResolver {
     /// does not match its key.
     pub fn new(source: CertSource) -> anyhow::Result<Arc<Self>> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let current = source.load(&provider)?;
+        let (current, loaded) = source.load(&provider)?;
         Ok(Arc::new(Self {
             source,
             provider,
             current: RwLock::new(Arc::new(current)),
+            loaded: RwLock::new(loaded),
         }))
     }
 
@@ -135,8 +151,9 @@ impl CertResolver {
 
     /// Loads the files again. On failure (a half-written file) the previous certificate stays.
     pub fn reload(&self) -> anyhow::Result<()> {
-        let loaded = self.source.load(&self.provider)?;
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(loaded);
+        let (current, loaded) = self.source.load(&self.provider)?;
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(current);
+        *self.loaded.write().unwrap_or_else(PoisonError::into_inner) = loaded;
         Ok(())
     }
 
@@ -147,8 +164,7 @@ impl CertResolver {
         interval: Duration,
         shutdown: CancellationToken,
     ) {
-        let mut loaded = self.source.fingerprint();
-        if loaded.is_none() {
+        if self.source == CertSource::SelfSigned {
             return;
         }
         loop {
@@ -156,13 +172,21 @@ impl CertResolver {
                 () = shutdown.cancelled() => return,
                 () = tokio::time::sleep(interval) => {}
             }
-            let now = self.source.fingerprint();
-            if now.is_none() || now == loaded {
+            // Files that cannot be read now (a Secret being swapped) are read at the next check.
+            let Some(now) = self.source.fingerprint() else {
+                continue;
+            };
+            if self
+                .loaded
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                == Some(&now)
+            {
                 continue;
             }
             match self.reload() {
                 Ok(()) => {
-                    loaded = now;
                     tracing::info!(source = %self.source, "reloaded the TLS certificate");
                 }
                 Err(error) => {
@@ -267,6 +291,14 @@ mod tests {
         let second = write_certificate(dir.path(), "second");
         tokio::time::sleep(Duration::from_secs(10)).await;
         assert_eq!(resolver.current().cert[0].as_ref(), second);
+
+        // Files that are gone for a moment, as while a Secret is swapped, do not stop reloading.
+        std::fs::remove_file(dir.path().join("tls.crt")).unwrap();
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert_eq!(resolver.current().cert[0].as_ref(), second);
+        let third = write_certificate(dir.path(), "third");
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert_eq!(resolver.current().cert[0].as_ref(), third);
 
         shutdown.cancel();
         tokio::time::timeout(Duration::from_secs(1), reloading)
