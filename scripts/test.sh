@@ -3,9 +3,11 @@
 #   1. cargo fmt --check, cargo clippy -D warnings and cargo test on rsbuilder itself
 #      (the golden-project test among them: testdata/ must equal what the scripted commands make);
 #   2. inside a copy of every golden project in testdata/: cargo fmt --check,
-#      cargo clippy --all-targets -D warnings, cargo test, `rsbuilder generate --check` (the
-#      manifests rendered from templates equal what the compiled types give), and
-#      kubectl kustomize of its config/.
+#      cargo clippy --all-targets -D warnings and cargo test (both --locked: the generated
+#      Cargo.lock is complete), `rsbuilder generate --check` (the manifests rendered from
+#      templates equal what the compiled types give), and kubectl kustomize of its config/;
+#   3. the user journeys (scripts/journeys.sh): a project whose types and samples are edited
+#      as users edit them, then built, linted, tested and regenerated.
 # The golden projects share one cargo target directory (target/golden), so the kube stack
 # compiles once. Without kubectl the kustomize builds are skipped, and said so, unless
 # RSBUILDER_REQUIRE_KUBECTL=1 (CI sets it).
@@ -54,10 +56,10 @@ for golden in testdata/*/; do
     kubectl_bin="$3"
     echo "-- cargo fmt --check"
     cargo fmt --all -- --check
-    echo "-- cargo clippy --all-targets -- -D warnings"
-    cargo clippy --quiet --all-targets -- -D warnings
-    echo "-- cargo test"
-    cargo test --quiet
+    echo "-- cargo clippy --locked --all-targets -- -D warnings"
+    cargo clippy --quiet --locked --all-targets -- -D warnings
+    echo "-- cargo test --locked"
+    cargo test --quiet --locked
     echo "-- rsbuilder generate --check"
     "$rsbuilder" generate --check
     if [[ -n "$kubectl_bin" ]]; then
@@ -75,9 +77,17 @@ for golden in testdata/*/; do
   fi
 done
 
+step "user journeys"
+if KUBECTL="$kubectl_bin" "$root/scripts/journeys.sh" "$rsbuilder"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  failures+=("journeys")
+fi
+
 echo
 if ((failed > 0)); then
-  echo "failed golden projects: ${failures[*]}"
+  echo "failed: ${failures[*]}"
 fi
-echo "golden: $passed passed, $failed failed"
+echo "projects: $passed passed, $failed failed"
 ((failed == 0))

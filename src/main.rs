@@ -7,6 +7,7 @@ mod apply;
 mod cli;
 mod commands;
 mod diff;
+mod lockfile;
 mod names;
 mod project;
 mod rbac;

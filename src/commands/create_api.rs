@@ -331,6 +331,13 @@ fn ask(flag: Option<bool>, question: &str, default: bool) -> anyhow::Result<bool
         .context("failed to read the answer")
 }
 
+/// The controller test binary's root and helpers: written by the first controller, then only
+/// inserted into.
+const SHARED_TEST_FILES: &[&str] = &[
+    "operator/tests/controllers/main.rs",
+    "operator/tests/controllers/support.rs",
+];
+
 /// What planning needs from the disk, read before it.
 struct Disk {
     /// The kind's CRD file, when this version joins a kind whose CRD exists and lacks it.
@@ -402,7 +409,10 @@ fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Pla
         ("rbac", &names.file_prefix),
     ];
     let shared = |path: &str| {
-        if path.ends_with("/mod.rs") || path.ends_with("kustomization.yaml") {
+        if path.ends_with("/mod.rs")
+            || path.ends_with("kustomization.yaml")
+            || SHARED_TEST_FILES.contains(&path)
+        {
             Policy::IfMissing
         } else {
             Policy::Owned

@@ -36,7 +36,7 @@ pub fn generate(root: &Path, check: bool) -> anyhow::Result<()> {
     // The markers first: a malformed one fails before anything is built.
     let role = role(root, &project)?;
     let crd_started = Instant::now();
-    let crds = crds(root, &project)?;
+    let crds = crds(root)?;
     let crd_time = crd_started.elapsed();
 
     let mut files: Vec<PlannedFile> = crds
@@ -82,21 +82,23 @@ pub fn generate(root: &Path, check: bool) -> anyhow::Result<()> {
 }
 
 /// Runs `crdgen` and splits its output into one file per CRD, keyed by path.
-fn crds(root: &Path, project: &Project) -> anyhow::Result<BTreeMap<PathBuf, String>> {
-    let package = format!("{}-api", project.project_name);
+///
+/// `crdgen` is run from the workspace root without `--package`, so that cargo resolves the
+/// features of the whole workspace, as `cargo build` does: the dependencies it already built
+/// are reused, and after an edit only the api crate is compiled again.
+fn crds(root: &Path) -> anyhow::Result<BTreeMap<PathBuf, String>> {
+    const COMMAND: &str = "cargo run --bin crdgen";
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(&cargo)
-        .args(["run", "--quiet", "--package", &package, "--bin", "crdgen"])
+        .args(["run", "--quiet", "--bin", "crdgen"])
         .current_dir(root)
         .output()
-        .with_context(|| {
-            format!("failed to run `cargo run -p {package} --bin crdgen`: is cargo installed?")
-        })?;
+        .with_context(|| format!("failed to run `{COMMAND}`: is cargo installed?"))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         ui::note(stderr.trim_end());
         return Err(UserError::new(format!(
-            "`cargo run -p {package} --bin crdgen` failed; nothing was written"
+            "`{COMMAND}` failed; nothing was written"
         ))
         .help("fix the errors above (usually in api/src/), then run `rsbuilder generate` again")
         .into());

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::apply::{self, Options};
 use crate::cli::{InitArgs, License};
+use crate::lockfile;
 use crate::names;
 use crate::project::{self, Project};
 use crate::rbac;
@@ -191,6 +192,7 @@ fn plan(context: &Context, project: &Project) -> anyhow::Result<Plan> {
         contents: role,
         policy: Policy::Owned,
     });
+    complete_lock(&mut files, project)?;
     files.sort_by(|a, b| a.path.cmp(&b.path));
     files.push(PlannedFile {
         path: project::FILE.into(),
@@ -202,6 +204,42 @@ fn plan(context: &Context, project: &Project) -> anyhow::Result<Plan> {
         insertions: Vec::new(),
         removals: Vec::new(),
     })
+}
+
+/// Adds the workspace's own packages to the planned `Cargo.lock`, so that the project builds
+/// with `--locked` as scaffolded.
+fn complete_lock(files: &mut [PlannedFile], project: &Project) -> anyhow::Result<()> {
+    let manifest = |path: &str| {
+        files
+            .iter()
+            .find(|file| file.path == Path::new(path))
+            .map(|file| file.contents.clone())
+            .with_context(|| format!("init plans no `{path}`"))
+    };
+    let version = "0.1.0";
+    let members = [
+        lockfile::Member::from_manifest(
+            &project.project_name,
+            version,
+            &manifest("operator/Cargo.toml")?,
+        ),
+        lockfile::Member::from_manifest(
+            &format!("{}-api", project.project_name),
+            version,
+            &manifest("api/Cargo.toml")?,
+        ),
+        lockfile::Member::from_manifest(
+            "rsbuilder-runtime",
+            &runtime::version(),
+            &manifest("runtime/Cargo.toml")?,
+        ),
+    ];
+    let lock = files
+        .iter_mut()
+        .find(|file| file.path == Path::new("Cargo.lock"))
+        .context("init plans no `Cargo.lock`")?;
+    lock.contents = lockfile::with_members(&lock.contents, &members)?;
+    Ok(())
 }
 
 /// A context with every field set, for template tests.

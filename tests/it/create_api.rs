@@ -49,7 +49,8 @@ fn a_kind_gets_types_a_controller_and_manifests() {
         "created config/samples/appotp_v1_app_otp.yaml",
         "created config/rbac/appotp_app_otp_editor_role.yaml",
         "created operator/src/controllers/appotp/app_otp.rs",
-        "created operator/tests/appotp_app_otp.rs",
+        "created operator/tests/controllers/appotp/app_otp.rs",
+        "created operator/tests/controllers/main.rs",
         "updated operator/src/main.rs",
         "updated config/rbac/role.yaml",
         "updated PROJECT",
@@ -631,5 +632,40 @@ fn plurals_must_agree_and_fit() {
             "b".repeat(62)
         ),
         "pass a shorter --plural",
+    );
+}
+
+#[test]
+fn the_controller_tests_of_every_kind_share_one_test_binary() {
+    let ws = project();
+    create(&ws, APPOTP).success();
+    create(
+        &ws,
+        &["--group", "fleet", "--version", "v1", "--kind", "Ship"],
+    )
+    .success();
+    create(
+        &ws,
+        &["--group", "fleet", "--version", "v1", "--kind", "Loop"],
+    )
+    .success();
+    let binaries: Vec<String> = std::fs::read_dir(ws.root().join("operator/tests"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(binaries, ["controllers", "e2e.rs"]);
+    assert_eq!(
+        ws.read("operator/tests/controllers/main.rs"),
+        "//! Reconcile tests of the controllers, against a mocked API server: one module per API group\n\
+         //! and kind, as in `src/controllers/`, all in this one test binary.\n\nmod support;\n\n\
+         mod appotp;\n\nmod fleet;\n// +rsbuilder:scaffold:groups\n"
+    );
+    assert!(
+        ws.read("operator/tests/controllers/fleet/mod.rs")
+            .contains("\nmod ship;\n\nmod r#loop;\n"),
+        "{}",
+        ws.read("operator/tests/controllers/fleet/mod.rs")
     );
 }

@@ -12,6 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
     serde::Serialize,
     Clone,
     Debug,
+    Default,
     PartialEq,
     schemars::JsonSchema,
 )]
@@ -37,12 +38,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
 #[serde(rename_all = "camelCase")]
 pub struct AppOTPSpec {
     // TODO(user): Replace this example with the fields of your resource. Run `make manifests`
-    // after every change.
+    // after every change. Keep `Default` derivable: the controller's tests build their objects
+    // with `Spec::default()`, so that they compile whatever fields the spec has.
     /// An example field: how many instances to run.
     #[schemars(range(min = 1, max = 10))]
     pub size: i32,
 }
 
+// The controller sets `conditions` and `observed_generation` on a copy of the current status and
+// applies only those. Give the fields you add `#[serde(default)]`, or make them `Option`s.
 /// AppOTPStatus defines the observed state of AppOTP.
 #[derive(
     serde::Deserialize, serde::Serialize, Clone, Debug, Default, PartialEq, schemars::JsonSchema,

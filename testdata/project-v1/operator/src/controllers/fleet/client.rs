@@ -145,10 +145,8 @@ async fn apply(object: &Object, api: &Api<Object>, ctx: &Context) -> Result<Acti
     // `object.controller_owner_ref(&())` and apply them with `PatchParams::apply(NAME)`), and
     // report the outcome in the conditions below.
     let generation = object.metadata.generation;
-    let previous = object
-        .status
-        .as_ref()
-        .and_then(|status| ready_condition(status));
+    let current = object.status.clone().unwrap_or_default();
+    let previous = ready_condition(&current);
     let ready = metav1::Condition {
         type_: "Ready".into(),
         status: "True".into(),
@@ -163,16 +161,22 @@ async fn apply(object: &Object, api: &Api<Object>, ctx: &Context) -> Result<Acti
         },
     };
     let transitioned = previous.is_none_or(|condition| condition.status != ready.status);
-    let status = Status {
-        conditions: vec![ready],
-        observed_generation: generation,
-    };
 
-    if object.status.as_ref() != Some(&status) {
+    // The fields this controller owns, set on a copy of the current status: the others stay as
+    // they are, whoever sets them.
+    let mut status = current.clone();
+    set_condition(&mut status.conditions, ready.clone());
+    status.observed_generation = generation;
+    if status != current {
+        // Server-side apply of the owned fields alone, so that this field manager owns the
+        // `Ready` condition and `observedGeneration`, and nothing else.
         let patch = serde_json::json!({
             "apiVersion": Object::api_version(&()),
             "kind": Object::kind(&()),
-            "status": status,
+            "status": {
+                "conditions": [ready],
+                "observedGeneration": generation,
+            },
         });
         api.patch_status(
             &object.name_any(),
@@ -230,6 +234,14 @@ fn ready_condition(status: &Status) -> Option<&metav1::Condition> {
         .conditions
         .iter()
         .find(|condition| condition.type_ == "Ready")
+}
+
+/// Puts `condition` in place of the one of its type, or adds it.
+fn set_condition(conditions: &mut Vec<metav1::Condition>, condition: metav1::Condition) {
+    match conditions.iter_mut().find(|c| c.type_ == condition.type_) {
+        Some(existing) => *existing = condition,
+        None => conditions.push(condition),
+    }
 }
 
 /// Decides when a failed object is retried: after [`BASE_BACKOFF`], doubled for every

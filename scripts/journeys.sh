@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# User journeys: scaffold a project, make the edits a user makes to the types and samples, and
+# check that everything still builds, lints, tests and regenerates. Each kind of the project
+# takes one journey:
+#   example/Application  the fields users describe: replicas (1..=10), image and version in
+#                        the spec, availableReplicas in the status;
+#   shapes/Shape         an Option, a map, a nested struct, an enum and a Vec of structs;
+#   plain/Bare           the example `size` field removed;
+#   report/Report        a second status field.
+# The edits touch the types files and the samples only, then run `make manifests` (with the
+# rsbuilder that `make rsbuilder` installs from this checkout), `cargo clippy --all-targets
+# -D warnings`, `cargo test` and `make check-manifests`, all `--locked`.
+#
+#   scripts/journeys.sh RSBUILDER_BINARY
+#
+# Uses CARGO_TARGET_DIR when set, so that it shares the golden projects' build.
+set -euo pipefail
+
+rsbuilder="$1"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+work="$(mktemp -d -t rsbuilder-journeys.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+project="$work/journey-operator"
+mkdir "$project"
+cd "$project"
+
+step() { printf -- '-- %s\n' "$*"; }
+
+step "scaffold"
+"$rsbuilder" init --domain example.com 2>/dev/null
+for api in "example Application" "shapes Shape" "plain Bare" "report Report"; do
+  set -- $api
+  "$rsbuilder" create api --group "$1" --version v1 --kind "$2" 2>/dev/null
+done
+
+step "edit the types and the samples"
+python3 - <<'PY'
+import pathlib, re
+
+def edit(path, old, new):
+    file = pathlib.Path(path)
+    text = file.read_text()
+    if old not in text:
+        raise SystemExit(f"journey: `{old}` not found in {path}")
+    file.write_text(text.replace(old, new, 1))
+
+SIZE = '''    /// An example field: how many instances to run.
+    #[schemars(range(min = 1, max = 10))]
+    pub size: i32,
+'''
+CONDITIONS = '''    pub conditions: Vec<metav1::Condition>,
+'''
+
+# The fields users describe.
+edit("api/src/example/v1/application.rs", SIZE, SIZE + '''
+    /// How many replicas of the application to run.
+    #[schemars(range(min = 1, max = 10))]
+    pub replicas: i32,
+
+    /// The container image.
+    pub image: String,
+
+    /// The application's version.
+    pub version: String,
+''')
+edit("api/src/example/v1/application.rs", CONDITIONS, CONDITIONS + '''
+    /// How many replicas are available.
+    #[serde(default)]
+    pub available_replicas: i32,
+''')
+edit("config/samples/example_v1_application.yaml", "  size: 1\n",
+     "  size: 1\n  replicas: 3\n  image: nginx:1.27\n  version: \"1.0\"\n")
+
+# Every shape of field.
+edit("api/src/shapes/v1/shape.rs", SIZE, SIZE + '''
+    /// An optional description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+
+    /// Labels to put on what the resource creates.
+    #[serde(default)]
+    pub labels: std::collections::BTreeMap<String, String>,
+
+    /// The database to use.
+    #[serde(default)]
+    pub database: Database,
+
+    /// The service tier.
+    #[serde(default)]
+    pub tier: Tier,
+
+    /// The ports to expose.
+    #[serde(default)]
+    pub ports: Vec<Port>,
+''')
+pathlib.Path("api/src/shapes/v1/shape.rs").write_text(pathlib.Path("api/src/shapes/v1/shape.rs").read_text() + '''
+/// Where the data lives.
+#[derive(
+    serde::Deserialize, serde::Serialize, Clone, Debug, Default, PartialEq, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct Database {
+    /// The database host.
+    pub host: String,
+    /// The database port.
+    pub port: Option<u16>,
+}
+
+/// A service tier.
+#[derive(
+    serde::Deserialize, serde::Serialize, Clone, Copy, Debug, Default, PartialEq, schemars::JsonSchema,
+)]
+pub enum Tier {
+    /// Best effort.
+    #[default]
+    Free,
+    /// With a support contract.
+    Paid,
+}
+
+/// A port to expose.
+#[derive(
+    serde::Deserialize, serde::Serialize, Clone, Debug, Default, PartialEq, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct Port {
+    /// The port's name.
+    pub name: String,
+    /// The port number.
+    pub container_port: i32,
+}
+''')
+edit("config/samples/shapes_v1_shape.yaml", "  size: 1\n", '''  size: 1
+  description: A sample
+  labels:
+    team: platform
+  database:
+    host: db.example.com
+    port: 5432
+  tier: Paid
+  ports:
+  - name: http
+    containerPort: 8080
+''')
+
+# The example field removed.
+edit("api/src/plain/v1/bare.rs", SIZE, "")
+edit("config/samples/plain_v1_bare.yaml", "  size: 1\n", "  {}\n")
+edit("config/samples/plain_v1_bare.yaml", "spec:\n  # TODO(user): Add the fields of your spec here.\n  {}\n", "spec: {}\n")
+
+# A second status field.
+edit("api/src/report/v1/report.rs", CONDITIONS, CONDITIONS + '''
+    /// A short summary of the state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+''')
+PY
+# The journeys' own edits must be rustfmt-clean, as a user's editor would leave them.
+cargo fmt --all
+
+step "make manifests (rsbuilder installed into bin/ from this checkout)"
+make --no-print-directory manifests RSBUILDER_INSTALL="--path $root --quiet rsbuilder"
+test -x bin/rsbuilder-*/bin/rsbuilder
+step "cargo clippy --locked --all-targets -- -D warnings"
+cargo clippy --quiet --locked --all-targets -- -D warnings
+step "cargo test --locked"
+cargo test --quiet --locked
+step "make check-manifests"
+make --no-print-directory check-manifests
+if command -v "${KUBECTL:-kubectl}" >/dev/null 2>&1; then
+  step "kubectl kustomize config/default and config/samples"
+  "${KUBECTL:-kubectl}" kustomize config/default >/dev/null
+  "${KUBECTL:-kubectl}" kustomize config/samples >/dev/null
+else
+  echo "note: kubectl not found: the kustomize builds are skipped"
+fi
+validator="$root/../shared/tools/validate-manifests"
+if [[ -x "$validator" ]]; then
+  step "validate-manifests (the samples against their CRDs)"
+  "$validator" --quiet .
+fi
+echo "journeys: 4 passed, 0 failed"

@@ -1,0 +1,8 @@
+//! Tests of the controllers of the `ops.example.com` API group.
+
+mod registration;
+
+mod spec;
+
+mod api_server;
+// +rsbuilder:scaffold:kinds

@@ -1,0 +1,11 @@
+//! Reconcile tests of the controllers, against a mocked API server: one module per API group
+//! and kind, as in `src/controllers/`, all in this one test binary.
+
+mod support;
+
+mod appotp;
+
+mod fleet;
+
+mod security_platform;
+// +rsbuilder:scaffold:groups
