@@ -514,7 +514,7 @@ pub(crate) mod tests {
             timeless(&created["spec"]),
             json!({"holderIdentity": "me", "leaseDurationSeconds": 15, "leaseTransitions": 0})
         );
-        let (_, leadership) = acquiring.await.unwrap();
+        let (_, leadership) = crate::testing::within(acquiring).await.unwrap();
         assert!(leadership.is_some());
         stop.cancel();
     }
@@ -605,7 +605,7 @@ pub(crate) mod tests {
                 break;
             }
         }
-        let (held, acquired) = holding.await.unwrap();
+        let (held, acquired) = crate::testing::within(holding).await.unwrap();
         assert_eq!(
             held,
             Held::Lost {
@@ -653,7 +653,7 @@ pub(crate) mod tests {
             failures += 1;
             respond(send, 500, &failure(500));
         }
-        let (held, acquired) = holding.await.unwrap();
+        let (held, acquired) = crate::testing::within(holding).await.unwrap();
         // Lost at the renewal sent at 2 s plus the 10 s deadline, not later.
         assert_eq!(
             held,
@@ -722,7 +722,7 @@ pub(crate) mod tests {
             json!({"holderIdentity": "me", "leaseDurationSeconds": 15, "leaseTransitions": 4})
         );
         respond(send, 200, &body);
-        let (leadership, _) = acquiring.await.unwrap();
+        let (leadership, _) = crate::testing::within(acquiring).await.unwrap();
         assert!(leadership.is_some());
     }
 
@@ -766,7 +766,7 @@ pub(crate) mod tests {
         assert_eq!(body["spec"]["holderIdentity"], "me");
         assert_eq!(body["spec"]["leaseTransitions"], 3);
         respond(send, 200, &body);
-        assert!(acquiring.await.unwrap().is_some());
+        assert!(crate::testing::within(acquiring).await.unwrap().is_some());
     }
 
     #[tokio::test(start_paused = true)]
@@ -793,7 +793,7 @@ pub(crate) mod tests {
             &lease("other", "2026-01-01T00:00:00.000000Z", 0, "1"),
         );
         stop.cancel();
-        assert_eq!(acquiring.await.unwrap(), None);
+        assert_eq!(crate::testing::within(acquiring).await.unwrap(), None);
     }
 
     #[tokio::test(start_paused = true)]
@@ -812,7 +812,7 @@ pub(crate) mod tests {
             "no holder"
         );
         respond(send, 200, &body);
-        assert!(releasing.await.unwrap().unwrap());
+        assert!(crate::testing::within(releasing).await.unwrap().unwrap());
     }
 
     #[tokio::test(start_paused = true)]

@@ -179,7 +179,7 @@ mod tests {
         let checking = tokio::spawn(async move { check_api(&api).await });
         answer(&mut server, "/api/v1/namespaces/default/configmaps", 200,
             json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": {}, "items": []})).await;
-        checking.await.unwrap().unwrap();
+        crate::testing::within(checking).await.unwrap().unwrap();
     }
 
     #[tokio::test]
@@ -197,7 +197,7 @@ mod tests {
             ),
         )
         .await;
-        let error = checking.await.unwrap().unwrap_err();
+        let error = crate::testing::within(checking).await.unwrap().unwrap_err();
         assert_eq!(
             error.to_string(),
             "the API server does not serve deployments.apps: its CRD is not installed; run `make install`"
@@ -205,12 +205,15 @@ mod tests {
 
         let (api, mut server) = mocked::<Deployment>();
         let checking = tokio::spawn(async move { check_api(&api).await });
-        let (_, send) = server.next_request().await.unwrap();
+        let (_, send) = tokio::time::timeout(Duration::from_secs(5), server.next_request())
+            .await
+            .expect("a list request within 5 s")
+            .unwrap();
         send.send_error(std::io::Error::new(
             std::io::ErrorKind::ConnectionRefused,
             "connection refused",
         ));
-        let error = checking.await.unwrap().unwrap_err();
+        let error = crate::testing::within(checking).await.unwrap().unwrap_err();
         assert!(matches!(error, StartError::Unreachable { .. }), "{error:?}");
         assert!(
             error
@@ -236,7 +239,7 @@ mod tests {
             ),
         )
         .await;
-        let error = checking.await.unwrap().unwrap_err();
+        let error = crate::testing::within(checking).await.unwrap().unwrap_err();
         assert!(matches!(error, StartError::Forbidden { .. }), "{error:?}");
         assert!(
             error
@@ -250,7 +253,9 @@ mod tests {
     async fn an_api_server_that_does_not_answer_times_out() {
         let (api, mut server) = mocked::<ConfigMap>();
         let checking = tokio::spawn(async move { check_api(&api).await });
-        let _request = server.next_request().await;
+        let _request = tokio::time::timeout(Duration::from_secs(5), server.next_request())
+            .await
+            .expect("a list request within 5 s");
         let error = tokio::time::timeout(Duration::from_secs(60), checking)
             .await
             .expect("the check gives up")

@@ -34,3 +34,17 @@ pub use metrics::Metrics;
 
 /// This crate's version; PROJECT records it, and `rsbuilder upgrade` replaces it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+#[cfg(test)]
+mod testing {
+    use std::future::Future;
+    use std::time::Duration;
+
+    /// The output of `future`, which must finish within a minute (of paused time, in most
+    /// tests): a test that goes wrong fails instead of hanging.
+    pub(crate) async fn within<T>(future: impl Future<Output = T>) -> T {
+        tokio::time::timeout(Duration::from_secs(60), future)
+            .await
+            .expect("finished within 60 s")
+    }
+}

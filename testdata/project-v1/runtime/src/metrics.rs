@@ -711,7 +711,7 @@ mod tests {
         // The scheme is case-insensitive, as RFC 9110 has it.
         let (status, _) = scrape_path(&router, "/metrics", Some("bearer t0ken")).await;
         assert_eq!(status, StatusCode::OK);
-        let mut server = api.await.unwrap();
+        let mut server = crate::testing::within(api).await.unwrap();
         assert_eq!(scrape(&router, Some("t0ken")).await.0, StatusCode::OK);
         expect_no_request(&mut server).await;
     }
@@ -725,7 +725,10 @@ mod tests {
         };
         answer(&mut server, authenticated("prometheus")).await;
         answer(&mut server, access(true)).await;
-        assert_eq!(scraping.await.unwrap(), StatusCode::OK);
+        assert_eq!(
+            crate::testing::within(scraping).await.unwrap(),
+            StatusCode::OK
+        );
 
         // After a minute the token is reviewed again; the access answer still holds.
         tokio::time::advance(TOKEN_CACHE_TTL + Duration::from_secs(1)).await;
@@ -735,7 +738,10 @@ mod tests {
         };
         let (path, _) = answer(&mut server, authenticated("prometheus")).await;
         assert_eq!(path, "/apis/authentication.k8s.io/v1/tokenreviews");
-        assert_eq!(scraping.await.unwrap(), StatusCode::OK);
+        assert_eq!(
+            crate::testing::within(scraping).await.unwrap(),
+            StatusCode::OK
+        );
         expect_no_request(&mut server).await;
 
         // A denial is remembered for 30 seconds only.
@@ -745,7 +751,10 @@ mod tests {
         };
         answer(&mut server, authenticated("alice")).await;
         answer(&mut server, access(false)).await;
-        assert_eq!(scraping.await.unwrap(), StatusCode::FORBIDDEN);
+        assert_eq!(
+            crate::testing::within(scraping).await.unwrap(),
+            StatusCode::FORBIDDEN
+        );
         assert_eq!(
             scrape(&router, Some("alice")).await.0,
             StatusCode::FORBIDDEN
@@ -757,7 +766,10 @@ mod tests {
         };
         let (path, _) = answer(&mut server, access(true)).await;
         assert_eq!(path, "/apis/authorization.k8s.io/v1/subjectaccessreviews");
-        assert_eq!(scraping.await.unwrap(), StatusCode::OK);
+        assert_eq!(
+            crate::testing::within(scraping).await.unwrap(),
+            StatusCode::OK
+        );
     }
 
     #[tokio::test]
@@ -771,7 +783,7 @@ mod tests {
             scrape(&router, Some("forged")).await.0,
             StatusCode::UNAUTHORIZED
         );
-        let mut server = api.await.unwrap();
+        let mut server = crate::testing::within(api).await.unwrap();
         assert_eq!(
             scrape(&router, Some("forged")).await.0,
             StatusCode::UNAUTHORIZED
@@ -889,7 +901,7 @@ mod tests {
             ));
         });
         let (status, body) = scrape(&router, Some("t0ken")).await;
-        api.await.unwrap();
+        crate::testing::within(api).await.unwrap();
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(body, "cannot authorize the request: TokenReview failed");
     }
@@ -899,7 +911,9 @@ mod tests {
         let (router, mut server) = secure();
         let api = tokio::spawn(async move {
             // Take the request and never answer it.
-            let request = server.next_request().await;
+            let request = tokio::time::timeout(Duration::from_secs(5), server.next_request())
+                .await
+                .expect("a TokenReview within 5 s");
             tokio::time::sleep(Duration::from_secs(3600)).await;
             drop(request);
         });
