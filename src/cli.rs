@@ -155,10 +155,12 @@ pub fn parse() -> Cli {
     Cli::parse()
 }
 
-/// Writes the completion script for `shell` to stdout.
-pub fn print_completions(shell: Shell) {
+/// The completion script for `shell`.
+pub fn completions(shell: Shell) -> Vec<u8> {
     let mut command = Cli::command();
-    clap_complete::generate(shell, &mut command, "rsbuilder", &mut std::io::stdout());
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "rsbuilder", &mut script);
+    script
 }
 
 #[cfg(test)]

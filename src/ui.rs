@@ -1,9 +1,12 @@
-//! Everything rsbuilder prints to people: status lines and errors on stderr.
+//! Everything rsbuilder prints: status lines and errors for people on stderr, data (`version`,
+//! `completion`) on stdout.
 //!
-//! Data (such as `version` and `completion` output) goes to stdout from the command itself;
-//! this module owns every human-facing line.
+//! A closed pipe is not an error: `rsbuilder version | true` or `rsbuilder init 2>&1 | head -1`
+//! end quietly, as cargo does, instead of panicking. Lines for people that cannot be written are
+//! dropped (the command's work goes on); data that cannot be written ends the output.
 
 use std::fmt;
+use std::io::{self, Write as _};
 use std::path::Path;
 
 /// An error caused by the user's input: it names the bad value and the rule, and may carry a fix
@@ -45,22 +48,39 @@ impl std::error::Error for UserError {}
 
 /// Prints `error: ...` with the whole cause chain, then the `help:` line if there is one.
 pub fn error(error: &anyhow::Error) {
-    eprintln!("error: {error:#}");
+    line(format_args!("error: {error:#}"));
     if let Some(help) = error
         .chain()
         .find_map(|cause| cause.downcast_ref::<UserError>())
         .and_then(UserError::help_text)
     {
-        eprintln!("help: {help}");
+        line(format_args!("help: {help}"));
     }
 }
 
 /// One line per file: `created config/rbac/role.yaml`.
 pub fn file(verb: &str, path: &Path) {
-    eprintln!("{verb} {}", path.display());
+    line(format_args!("{verb} {}", path.display()));
 }
 
 /// A free-form line for people.
 pub fn note(message: &str) {
-    eprintln!("{message}");
+    line(format_args!("{message}"));
+}
+
+/// Writes one line for people to stderr; a closed or failing stderr drops it.
+fn line(text: fmt::Arguments<'_>) {
+    let _ = writeln!(io::stderr().lock(), "{text}");
+}
+
+/// Writes `bytes` to stdout. A reader that went away (a closed pipe) ends the output quietly;
+/// other failures are errors.
+pub fn data(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut stdout = io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(error) if error.kind() != io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(error).context("failed to write to stdout"))
+        }
+        _ => Ok(()),
+    }
 }

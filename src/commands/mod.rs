@@ -19,20 +19,17 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             upgrade::run(upgrade::UpgradeOptions { force, dry_run })
         }
         Command::Version => {
-            println!("rsbuilder {}", versions::RSBUILDER);
-            println!("rsbuilder-runtime {}", crate::runtime::version());
-            println!("kube {}", versions::KUBE);
-            println!("k8s-openapi {}", versions::K8S_OPENAPI);
-            println!(
-                "kubernetes {} (k8s-openapi feature {})",
+            let text = format!(
+                "rsbuilder {}\nrsbuilder-runtime {}\nkube {}\nk8s-openapi {}\nkubernetes {} (k8s-openapi feature {})\n",
+                versions::RSBUILDER,
+                crate::runtime::version(),
+                versions::KUBE,
+                versions::K8S_OPENAPI,
                 versions::KUBERNETES,
                 versions::K8S_OPENAPI_FEATURE
             );
-            Ok(())
+            crate::ui::data(text.as_bytes())
         }
-        Command::Completion { shell } => {
-            crate::cli::print_completions(shell);
-            Ok(())
-        }
+        Command::Completion { shell } => crate::ui::data(&crate::cli::completions(shell)),
     }
 }
