@@ -65,7 +65,8 @@ const PRELUDE: &[&str] = &[
 ];
 
 /// Names the generated controller and its tests import; a kind called so is imported under
-/// an alias there (`ClientKind`).
+/// an alias there (`ClientKind`). A test reads the templates' imports and fails when one is
+/// missing here.
 const CONTROLLER_SCOPE: &[&str] = &[
     "Action",
     "Api",
@@ -81,11 +82,13 @@ const CONTROLLER_SCOPE: &[&str] = &[
     "Error",
     "Event",
     "EventType",
+    "FINALIZER",
     "HashMap",
     "ListParams",
     "Method",
     "Metrics",
     "Mutex",
+    "NAME",
     "Object",
     "ObjectRef",
     "Patch",
@@ -506,6 +509,82 @@ impl ResourceNames {
             plural,
             qualified_group,
         }
+    }
+}
+
+#[cfg(test)]
+mod scope_tests {
+    use super::CONTROLLER_SCOPE;
+
+    /// The type names a Rust source brings into scope: `use` items (`A`, `{A, B}`, `X as Y`)
+    /// and `type` aliases, PascalCase only, template expressions left out.
+    fn imported_types(source: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut statement = String::new();
+        for line in source.lines().map(str::trim) {
+            if statement.is_empty() && !(line.starts_with("use ") || line.starts_with("type ")) {
+                continue;
+            }
+            statement.push_str(line);
+            statement.push(' ');
+            if !line.ends_with(';') {
+                continue;
+            }
+            let text = std::mem::take(&mut statement);
+            if let Some(alias) = text.strip_prefix("type ") {
+                names.push(
+                    alias
+                        .split(['=', '<', ' '])
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned(),
+                );
+                continue;
+            }
+            let items = match text.split_once('{') {
+                Some((_, list)) => list.trim_end_matches([';', ' ', '}']).to_owned(),
+                None => text
+                    .trim_end_matches([';', ' '])
+                    .rsplit("::")
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned(),
+            };
+            for item in items.split(',') {
+                let item = item.trim();
+                let name = item.rsplit(" as ").next().unwrap_or(item).trim();
+                let name = name.rsplit("::").next().unwrap_or(name);
+                names.push(name.to_owned());
+            }
+        }
+        names.retain(|name| {
+            name.starts_with(|c: char| c.is_ascii_uppercase()) && !name.contains(['{', '}', '%'])
+        });
+        names
+    }
+
+    #[test]
+    fn every_type_the_controller_and_its_tests_import_is_in_the_scope_list() {
+        let sources = crate::scaffold::sources("controller/");
+        assert!(sources.len() >= 3, "{sources:?}");
+        let mut missing = Vec::new();
+        for (path, text) in &sources {
+            for name in imported_types(text) {
+                if !CONTROLLER_SCOPE.contains(&name.as_str()) {
+                    missing.push(format!("{name} (imported by {path})"));
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "add these to CONTROLLER_SCOPE, so that a kind named like them is aliased: {missing:?}"
+        );
+    }
+
+    #[test]
+    fn imports_are_read_from_every_form_of_use() {
+        let source = "use a::B;\nuse c::{D, e, F as G};\nuse h::{\n    I,\n    J,\n};\nuse x::{{ kind }} as {{ kind_type }};\ntype Object = {{ kind_type }};\nfn f() {}\n";
+        assert_eq!(imported_types(source), ["B", "D", "G", "I", "J", "Object"]);
     }
 }
 

@@ -136,6 +136,15 @@ fn render(dir_name: &str, context: &tera::Context) -> anyhow::Result<Vec<(String
         .collect()
 }
 
+/// Every template whose path starts with `prefix`, unrendered: (path, text).
+#[cfg(test)]
+pub fn sources(prefix: &str) -> Vec<(String, &'static str)> {
+    let mut out = Vec::new();
+    collect(&TEMPLATES, &mut out);
+    out.retain(|(path, _)| path.starts_with(prefix));
+    out
+}
+
 /// Replaces every `{name}` of a template path with its value.
 fn fill(path: &str, values: &[(&str, &str)]) -> anyhow::Result<String> {
     let mut out = path.to_owned();
