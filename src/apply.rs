@@ -83,7 +83,8 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
             (Some(old), _) if *old == file.contents => Action::Unchanged,
             (Some(_), Policy::IfMissing) => Action::Unchanged,
             (Some(_), Policy::Regenerated) => Action::Update,
-            (Some(_), Policy::KeepExisting) if !options.force => Action::Keep,
+            // The user's own files are kept, even with --force.
+            (Some(_), Policy::KeepExisting) => Action::Keep,
             (Some(_), _) if options.force => Action::Overwrite,
             (Some(_), _) => {
                 conflicts.push(file.path.clone());
@@ -385,7 +386,7 @@ mod tests {
     }
 
     #[test]
-    fn user_files_are_kept_unless_forced() {
+    fn user_files_are_kept_even_when_forced() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("README.md"), "mine").unwrap();
         let plan = || Plan {
@@ -409,7 +410,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             fs::read_to_string(dir.path().join("README.md")).unwrap(),
-            "theirs"
+            "mine"
         );
     }
 

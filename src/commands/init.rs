@@ -131,14 +131,24 @@ fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
 }
 
 fn refuse_existing_project(root: &Path) -> anyhow::Result<()> {
-    if let Some(found) = PROJECT_MARKERS.iter().find(|name| root.join(name).exists()) {
-        return Err(UserError::new(format!(
-            "the current directory is already initialized: found `{found}`"
+    let Some(found) = PROJECT_MARKERS.iter().find(|name| root.join(name).exists()) else {
+        return Ok(());
+    };
+    let error = if root.join(project::FILE).is_file() {
+        UserError::new("the current directory is already an rsbuilder project: found `PROJECT`")
+            .help("add APIs with `rsbuilder create api`, or pass --force to scaffold the files of `init` again")
+    } else if *found == "Cargo.toml" {
+        UserError::new(
+            "the current directory holds a Cargo project that rsbuilder did not scaffold: found `Cargo.toml`",
+        )
+        .help("run `rsbuilder init` in a new directory; --force would replace that Cargo.toml")
+    } else {
+        UserError::new(format!(
+            "the current directory holds files that rsbuilder would overwrite: found `{found}`"
         ))
-        .help("run `rsbuilder init` in a new directory, or pass --force to scaffold over the existing files")
-        .into());
-    }
-    Ok(())
+        .help("run `rsbuilder init` in a new directory, or pass --force to scaffold over them")
+    };
+    Err(error.into())
 }
 
 /// `--force` scaffolds the files of `init` again; in a project that has APIs that would cut

@@ -17,7 +17,8 @@ pub enum Policy {
     /// The file is rsbuilder's: an existing one with other contents is a conflict, unless
     /// `--force`.
     Owned,
-    /// The file is commonly the user's own (README, .gitignore): an existing one is kept.
+    /// The file is commonly the user's own (README, .gitignore): an existing one is kept, even
+    /// with `--force`.
     KeepExisting,
     /// The file is shared by several commands (a module file, a kustomization): it is created
     /// when missing and otherwise left as it is, even with `--force`, since it holds what other

@@ -162,17 +162,45 @@ fn bad_project_names_are_refused() {
 
 #[test]
 fn an_existing_project_is_refused() {
-    for existing in ["PROJECT", "Makefile", "Cargo.toml", "operator/src/main.rs"] {
+    for existing in ["Makefile", "operator/src/main.rs"] {
         let ws = Workspace::new("otp-operator");
         ws.write(existing, "mine\n");
         let found = existing.split('/').next().unwrap();
         refuses(
             &ws,
             &["init", "--domain", "learn.com"],
-            &format!("the current directory is already initialized: found `{found}`"),
+            &format!(
+                "the current directory holds files that rsbuilder would overwrite: found `{found}`"
+            ),
             "run `rsbuilder init` in a new directory, or pass --force",
         );
     }
+}
+
+#[test]
+fn a_cargo_project_is_told_from_an_rsbuilder_project_and_force_keeps_the_users_files() {
+    let ws = Workspace::new("otp-operator");
+    ws.write("Cargo.toml", "[package]\nname = \"mine\"\n");
+    ws.write("README.md", "# Mine\n");
+    ws.write(".gitignore", "/mine\n");
+    refuses(
+        &ws,
+        &["init", "--domain", "learn.com"],
+        "the current directory holds a Cargo project that rsbuilder did not scaffold: found `Cargo.toml`",
+        "run `rsbuilder init` in a new directory; --force would replace that Cargo.toml",
+    );
+    let assert = ws
+        .run(&["init", "--domain", "learn.com", "--force"])
+        .success();
+    let err = stderr(&assert);
+    assert!(err.contains("kept README.md\n"), "{err}");
+    assert!(err.contains("kept .gitignore\n"), "{err}");
+    assert_eq!(ws.read("README.md"), "# Mine\n");
+    assert_eq!(ws.read(".gitignore"), "/mine\n");
+    // A second --force keeps them too.
+    ws.run(&["init", "--domain", "learn.com", "--force"])
+        .success();
+    assert_eq!(ws.read("README.md"), "# Mine\n");
 }
 
 #[test]
@@ -183,8 +211,8 @@ fn init_twice_is_refused_and_force_scaffolds_again() {
     refuses(
         &ws,
         &["init", "--domain", "learn.com"],
-        "the current directory is already initialized: found `PROJECT`",
-        "run `rsbuilder init` in a new directory, or pass --force",
+        "the current directory is already an rsbuilder project: found `PROJECT`",
+        "add APIs with `rsbuilder create api`, or pass --force",
     );
 
     ws.write("operator/src/main.rs", "// edited\n");
