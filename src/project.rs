@@ -89,9 +89,9 @@ impl Resource {
     }
 }
 
-/// PROJECT as it is on disk.
+/// PROJECT as it is on disk. A key rsbuilder does not know is an error, not silence.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Stored {
     cli_version: String,
     domain: String,
@@ -154,6 +154,16 @@ fn parse(text: &str) -> anyhow::Result<Project> {
         ))
         .help("this project was not scaffolded by rsbuilder")
         .into());
+    }
+    // A hand-edited value would reach generated code and file names: check it again.
+    let checks = [
+        crate::names::validate_domain(&stored.domain).err(),
+        crate::names::validate_project_name(&stored.project_name, false).err(),
+    ];
+    if let Some(error) = checks.into_iter().flatten().next() {
+        return Err(UserError::new(format!("PROJECT is not valid: {error}"))
+            .help("correct the value in PROJECT, or restore the file from version control")
+            .into());
     }
     let plugin = stored.plugins.get(LAYOUT);
     Ok(Project {
@@ -349,6 +359,32 @@ mod tests {
             "{yaml}"
         );
         assert_eq!(parse(&yaml).unwrap(), project);
+    }
+
+    #[test]
+    fn hand_edited_values_and_unknown_keys_are_refused() {
+        let good = project().to_yaml();
+        for (edit, message) in [
+            (
+                good.replace("domain: learn.com", "domain: Learn.COM"),
+                "PROJECT is not valid: invalid domain `Learn.COM`",
+            ),
+            (
+                good.replace("projectName: otp-operator", "projectName: My_Operator"),
+                "PROJECT is not valid: invalid project name `My_Operator`",
+            ),
+            (
+                good.replace("version: \"3\"", "version: \"3\"\nmultigroup: true"),
+                "PROJECT is not valid: unknown field `multigroup`",
+            ),
+        ] {
+            let error = parse(&edit).unwrap_err();
+            assert!(error.to_string().starts_with(message), "{error}");
+            let help = error
+                .downcast_ref::<UserError>()
+                .and_then(UserError::help_text);
+            assert!(help.is_some(), "{error}");
+        }
     }
 
     #[test]

@@ -379,6 +379,9 @@ pub fn validate_kind(kind: &str) -> Result<(), UserError> {
     let fixed = heck::ToUpperCamelCase::to_upper_camel_case(kind);
     Err(if fixed != kind && validate_kind(&fixed).is_ok() {
         error.help(format!("pass `--kind {fixed}`"))
+    } else if pascal && kind.len() <= 63 {
+        // PascalCase already: the name itself is taken by Rust.
+        error.help("the kind names the generated Rust type: choose another name for it")
     } else {
         error.help("pass a PascalCase kind such as `--kind AppOTP`")
     })
@@ -389,10 +392,20 @@ pub fn validate_plural(plural: &str) -> Result<(), UserError> {
     if is_dns1123_label(plural) && plural.starts_with(|c: char| c.is_ascii_lowercase()) {
         return Ok(());
     }
-    Err(UserError::new(format!(
+    let error = UserError::new(format!(
         "invalid plural `{plural}`: must be a lowercase RFC 1035 label (lowercase letters, digits and `-`, starting with a letter, at most 63 characters)"
-    ))
-    .help(format!("pass `--plural {}`", plural.to_lowercase().replace(['_', '.'], "-"))))
+    ));
+    let fixed = plural.to_lowercase().replace(['_', '.'], "-");
+    Err(
+        if fixed != plural
+            && is_dns1123_label(&fixed)
+            && fixed.starts_with(|c: char| c.is_ascii_lowercase())
+        {
+            error.help(format!("pass `--plural {fixed}`"))
+        } else {
+            error.help("leave out --plural to use the kind's plural, or pass one that starts with a letter, such as `--plural apps`")
+        },
+    )
 }
 
 /// A Rust module name for `name` (already snake_case): raw when it is a keyword that can be one,
@@ -639,8 +652,19 @@ mod tests {
         for (bad, help) in [
             ("appOTP", "pass `--kind AppOtp`"),
             ("app_otp", "pass `--kind AppOtp`"),
-            ("Self", "pass a PascalCase kind such as `--kind AppOTP`"),
-            ("Option", "pass a PascalCase kind such as `--kind AppOTP`"),
+            (
+                "Self",
+                "the kind names the generated Rust type: choose another name for it",
+            ),
+            (
+                "Option",
+                "the kind names the generated Rust type: choose another name for it",
+            ),
+            (
+                "Vec",
+                "the kind names the generated Rust type: choose another name for it",
+            ),
+            ("8ball", "pass a PascalCase kind such as `--kind AppOTP`"),
             ("App-OTP", "pass `--kind AppOtp`"),
         ] {
             let error = validate_kind(bad).unwrap_err();
@@ -656,6 +680,16 @@ mod tests {
         assert!(validate_plural("appotps").is_ok());
         assert!(validate_plural("app_otps").is_err());
         assert!(validate_plural("9lives").is_err());
+        for (bad, help) in [
+            ("App_OTPs", "pass `--plural app-otps`"),
+            (
+                "9w",
+                "leave out --plural to use the kind's plural, or pass one that starts with a letter, such as `--plural apps`",
+            ),
+        ] {
+            let error = validate_plural(bad).unwrap_err();
+            assert_eq!(error.help_text(), Some(help), "{bad}");
+        }
     }
 
     #[test]

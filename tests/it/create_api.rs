@@ -234,7 +234,7 @@ fn bad_names_are_refused() {
         (
             &["--group", "appotp", "--version", "v1", "--kind", "Vec"],
             "invalid kind `Vec`: would shadow `Vec`",
-            "pass a PascalCase kind",
+            "the kind names the generated Rust type: choose another name for it",
         ),
         (
             &["--group", "appotp", "--version", "1", "--kind", "AppOTP"],
