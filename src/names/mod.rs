@@ -174,6 +174,12 @@ pub fn is_dns1123_subdomain(value: &str) -> bool {
 
 /// Checks `--domain`.
 pub fn validate_domain(domain: &str) -> Result<(), UserError> {
+    if domain.parse::<std::net::Ipv4Addr>().is_ok() {
+        return Err(UserError::new(format!(
+            "invalid domain `{domain}`: an IP address is not a domain, and API groups are named after domains"
+        ))
+        .help("pass a domain you own, such as `--domain example.com`"));
+    }
     if is_dns1123_subdomain(domain) {
         return Ok(());
     }
@@ -312,6 +318,12 @@ pub fn validate_group(group: &str, domain: &str) -> Result<(), UserError> {
             "invalid group `bin`: its module would be `api/src/bin/`, where cargo looks for binaries",
         )
         .help("pick another group name"));
+    }
+    if group.is_empty() && !domain.contains('.') {
+        return Err(UserError::new(format!(
+            "invalid group: without `--group` the API group is the domain `{domain}`, and the API server requires a CRD's group to contain a dot"
+        ))
+        .help(format!("pass a group, such as `--group apps` for `apps.{domain}`")));
     }
     if group.is_empty() || is_dns1123_subdomain(&format!("{group}.{domain}")) {
         return Ok(());
@@ -680,6 +692,19 @@ mod tests {
         assert!(validate_plural("appotps").is_ok());
         assert!(validate_plural("app_otps").is_err());
         assert!(validate_plural("9lives").is_err());
+        let error = validate_domain("10.0.0.1").unwrap_err();
+        assert!(
+            error.to_string().contains("an IP address is not a domain"),
+            "{error}"
+        );
+        assert!(validate_domain("localhost").is_ok());
+        let error = validate_group("", "localhost").unwrap_err();
+        assert_eq!(
+            error.help_text(),
+            Some("pass a group, such as `--group apps` for `apps.localhost`")
+        );
+        assert!(validate_group("g", "localhost").is_ok());
+        assert!(validate_group("", "learn.com").is_ok());
         for (bad, help) in [
             ("App_OTPs", "pass `--plural app-otps`"),
             (

@@ -669,3 +669,35 @@ fn the_controller_tests_of_every_kind_share_one_test_binary() {
         ws.read("operator/tests/controllers/fleet/mod.rs")
     );
 }
+
+#[test]
+fn a_group_without_a_dot_is_refused_and_an_ip_is_not_a_domain() {
+    let ws = crate::support::Workspace::new("local-operator");
+    ws.run(&["init", "--domain", "localhost"]).success();
+    refuses(
+        &ws,
+        &["--version", "v1", "--kind", "Widget"],
+        "invalid group: without `--group` the API group is the domain `localhost`, and the API server requires a CRD's group to contain a dot",
+        "pass a group, such as `--group apps` for `apps.localhost`",
+    );
+    create(
+        &ws,
+        &["--group", "g", "--version", "v1", "--kind", "Widget"],
+    )
+    .success();
+    assert!(
+        ws.root()
+            .join("config/crd/bases/g.localhost_widgets.yaml")
+            .is_file()
+    );
+
+    let ip = crate::support::Workspace::new("ip-operator");
+    let assert = ip.run(&["init", "--domain", "10.0.0.1"]).failure().code(1);
+    assert!(
+        stderr(&assert)
+            .starts_with("error: invalid domain `10.0.0.1`: an IP address is not a domain"),
+        "{}",
+        stderr(&assert)
+    );
+    assert!(ip.snapshot().is_empty());
+}
