@@ -28,28 +28,12 @@ impl Member {
 
 /// The package names under `[dependencies]`, `[dev-dependencies]` and `[build-dependencies]`.
 fn dependency_names(manifest: &str) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
-    let mut in_dependencies = false;
-    for line in manifest.lines() {
-        let line = line.trim();
-        if line.starts_with('[') {
-            in_dependencies = matches!(
-                line,
-                "[dependencies]" | "[dev-dependencies]" | "[build-dependencies]"
-            );
-            continue;
-        }
-        if !in_dependencies || line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if let Some((key, _)) = line.split_once('=') {
-            let name = key.trim().split('.').next().unwrap_or_default().trim();
-            if !name.is_empty() {
-                names.insert(name.trim_matches('"').to_owned());
-            }
-        }
-    }
-    names
+    ["dependencies", "dev-dependencies", "build-dependencies"]
+        .into_iter()
+        .flat_map(|name| crate::manifest::table(manifest, name))
+        .filter_map(crate::manifest::key)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// `lock` with `members` added, every package sorted by name as cargo sorts them. A dependency

@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod diff;
 mod lockfile;
+mod manifest;
 mod names;
 mod project;
 mod rbac;

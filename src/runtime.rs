@@ -53,22 +53,7 @@ pub fn version() -> String {
         .get_file("Cargo.toml")
         .and_then(|file| file.contents_utf8())
         .expect("the runtime has a Cargo.toml");
-    package_version(manifest).expect("the runtime's Cargo.toml has a version")
-}
-
-/// The `version` of the `[package]` table of a manifest.
-pub fn package_version(manifest: &str) -> Option<String> {
-    let mut in_package = false;
-    for line in manifest.lines() {
-        let line = line.trim();
-        if line.starts_with('[') {
-            in_package = line == "[package]";
-        } else if in_package && let Some(value) = line.strip_prefix("version") {
-            let value = value.trim_start().strip_prefix('=')?.trim();
-            return Some(value.trim_matches('"').to_owned());
-        }
-    }
-    None
+    crate::manifest::version(manifest, "package").expect("the runtime's Cargo.toml has a version")
 }
 
 /// The hex SHA-256 of `bytes`.
@@ -153,13 +138,6 @@ mod tests {
 
     #[test]
     fn the_version_comes_from_the_manifest() {
-        assert_eq!(
-            package_version(
-                "[package]\nname = \"x\"\nversion = \"1.2.3\"\n[dependencies]\nversion = \"9\"\n"
-            ),
-            Some("1.2.3".to_owned())
-        );
-        assert_eq!(package_version("[dependencies]\nversion = \"9\"\n"), None);
         assert!(version().split('.').all(|part| part.parse::<u32>().is_ok()));
     }
 

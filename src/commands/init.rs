@@ -226,7 +226,9 @@ fn complete_lock(files: &mut [PlannedFile], project: &Project) -> anyhow::Result
             .map(|file| file.contents.clone())
             .with_context(|| format!("init plans no `{path}`"))
     };
-    let version = "0.1.0";
+    let version = crate::manifest::version(&manifest("Cargo.toml")?, "workspace.package")
+        .context("the workspace Cargo.toml sets no version")?;
+    let version = version.as_str();
     let members = [
         lockfile::Member::from_manifest(
             &project.project_name,

@@ -275,9 +275,10 @@ fn raise_pins(
     workspace: &str,
     runtime_manifest: &str,
 ) -> (String, Vec<Pin>, Vec<(String, String)>) {
-    let required: BTreeMap<String, String> = section(runtime_manifest, "dependencies")
-        .filter_map(|line| dependency(line).map(|(name, version, _)| (name, version)))
-        .collect();
+    let required: BTreeMap<String, String> =
+        crate::manifest::table(runtime_manifest, "dependencies")
+            .filter_map(|line| dependency(line).map(|(name, version, _)| (name, version)))
+            .collect();
     let mut pins = Vec::new();
     let mut unread = Vec::new();
     let mut out = String::with_capacity(workspace.len());
@@ -322,20 +323,6 @@ fn raise_pins(
         out.push_str(raised.as_deref().unwrap_or(line));
     }
     (out, pins, unread)
-}
-
-/// The lines of a manifest's `[name]` table.
-fn section<'a>(manifest: &'a str, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-    let header = format!("[{name}]");
-    let mut inside = false;
-    manifest.lines().filter(move |line| {
-        let trimmed = line.trim();
-        if trimmed.starts_with('[') {
-            inside = trimmed == header;
-            return false;
-        }
-        inside
-    })
 }
 
 /// `name = "1.2.3"` or `name = { version = "1.2.3", ... }`: the name, the version, and where
