@@ -205,7 +205,7 @@ pub fn parse_duration(value: &str) -> Result<Duration, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use clap::Parser;
 
@@ -215,7 +215,8 @@ mod tests {
         manager: ManagerArgs,
     }
 
-    fn parse(args: &[&str]) -> ManagerArgs {
+    /// The flags of `manager ARGS...`.
+    pub(crate) fn parse(args: &[&str]) -> ManagerArgs {
         Cli::try_parse_from(std::iter::once("manager").chain(args.iter().copied()))
             .unwrap()
             .manager

@@ -291,7 +291,8 @@ impl Manager {
         };
         let result = match held {
             Ok(result) => result,
-            Err(Held::Stopped) => unreachable!("renewal is never stopped while controllers run"),
+            // `renewing` is never cancelled: renewal outlives the controllers.
+            Err(Held::Stopped) => controllers.await,
             Err(Held::Lost { last_renewed }) => {
                 self.metrics.set_leader(false);
                 stop.cancel();
@@ -445,29 +446,19 @@ async fn cancel_on_signal(token: CancellationToken) {
 mod tests {
     use super::*;
     use crate::leader::tests::{PATH, failure, grant, next, respond};
-    use clap::Parser;
     use http::{Method, StatusCode};
     use std::sync::atomic::{AtomicBool, Ordering};
     use tokio::time::Instant;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        manager: ManagerArgs,
-    }
 
     fn manager_with(flags: &[&str]) -> (Manager, crate::leader::tests::ApiServer) {
         let (service, server) = tower_test::mock::pair::<
             http::Request<kube::client::Body>,
             http::Response<kube::client::Body>,
         >();
-        let args = Cli::try_parse_from(
-            ["manager", "--health-probe-bind-address=0"]
-                .into_iter()
-                .chain(flags.iter().copied()),
-        )
-        .unwrap()
-        .manager;
+        let flags: Vec<&str> = std::iter::once("--health-probe-bind-address=0")
+            .chain(flags.iter().copied())
+            .collect();
+        let args = crate::args::tests::parse(&flags);
         let manager = Manager::with_client(args, Client::new(service, "default"))
             .leader_election_id("my-operator")
             .identity("me");
@@ -596,6 +587,19 @@ mod tests {
         );
     }
 
+    /// Answers every further API request with a 500, as an API server that fails renewals.
+    fn fail_every_request(
+        mut server: crate::leader::tests::ApiServer,
+    ) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            while let Ok(Some((_, send))) =
+                tokio::time::timeout(Duration::from_secs(60), server.next_request()).await
+            {
+                respond(send, 500, &failure(500));
+            }
+        })
+    }
+
     /// A controller that records that it ran and that it was stopped.
     fn watched(started: Arc<AtomicBool>, stopped: Arc<AtomicBool>) -> Registration {
         Registration::new("appotp", move |ctx: ControllerContext| async move {
@@ -627,23 +631,15 @@ mod tests {
         assert!(metrics.encode().contains("leader_election_master_status 1"));
 
         // The API server fails every renewal from now on.
-        let failing = tokio::spawn(async move {
-            while let Ok(Some((_, send))) =
-                tokio::time::timeout(Duration::from_secs(60), server.next_request()).await
-            {
-                respond(send, 500, &failure(500));
-            }
-        });
+        let failing = fail_every_request(server);
         let error = tokio::time::timeout(Duration::from_secs(60), run)
             .await
             .expect("the manager stops")
             .unwrap()
             .unwrap_err();
-        assert!(
-            error
-                .to_string()
-                .starts_with("lost the leader election Lease operators/my-operator"),
-            "{error}"
+        assert_eq!(
+            error.to_string(),
+            "lost the leader election Lease operators/my-operator: it was not renewed within 10s"
         );
         assert!(
             stopped.load(Ordering::SeqCst),
@@ -670,23 +666,15 @@ mod tests {
         let run = tokio::spawn(manager.run_until(vec![stubborn], CancellationToken::new()));
         grant(&mut server).await;
         let acquired = Instant::now();
-        let failing = tokio::spawn(async move {
-            while let Ok(Some((_, send))) =
-                tokio::time::timeout(Duration::from_secs(60), server.next_request()).await
-            {
-                respond(send, 500, &failure(500));
-            }
-        });
+        let failing = fail_every_request(server);
         let error = tokio::time::timeout(Duration::from_secs(60), run)
             .await
             .expect("the manager stops")
             .unwrap()
             .unwrap_err();
-        assert!(
-            error
-                .to_string()
-                .starts_with("lost the leader election Lease"),
-            "{error}"
+        assert_eq!(
+            error.to_string(),
+            "lost the leader election Lease operators/my-operator: it was not renewed within 10s"
         );
         let stopped_after = acquired.elapsed();
         assert_eq!(stopped_after, Duration::from_secs(14));
