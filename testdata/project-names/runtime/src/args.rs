@@ -84,6 +84,28 @@ pub struct ManagerArgs {
     #[arg(long, default_value = "tls.key")]
     pub metrics_cert_key: String,
 
+    /// Serve the webhooks of `rsbuilder create webhook`; `ENABLE_WEBHOOKS=false` turns them off,
+    /// so that `make run` works on a laptop without a serving certificate.
+    #[arg(long, env = "ENABLE_WEBHOOKS", action = ArgAction::Set, num_args = 0..=1, default_value_t = true, default_missing_value = "true")]
+    pub enable_webhooks: bool,
+
+    /// Port the HTTPS webhook server listens on, on every interface.
+    #[arg(long, default_value_t = 9443)]
+    pub webhook_port: u16,
+
+    /// Directory holding the webhook server certificate (cert-manager's Secret, mounted by
+    /// `config/default/manager_webhook_patch.yaml`).
+    #[arg(long, default_value = "/tmp/k8s-webhook-server/serving-certs")]
+    pub webhook_cert_path: PathBuf,
+
+    /// File name of the webhook server certificate inside `--webhook-cert-path`.
+    #[arg(long, default_value = "tls.crt")]
+    pub webhook_cert_name: String,
+
+    /// File name of the webhook server key inside `--webhook-cert-path`.
+    #[arg(long, default_value = "tls.key")]
+    pub webhook_cert_key: String,
+
     /// Serve HTTP/2 on the HTTPS endpoints. Off by default: HTTP/2 is exposed to the
     /// "rapid reset" (CVE-2023-44487) and "stream cancellation" attacks. When off, the servers
     /// speak HTTP/1.1 only, whatever the client offers.
@@ -276,6 +298,11 @@ pub(crate) mod tests {
         assert_eq!(args.leader_elect_lease_duration, Duration::from_secs(15));
         assert_eq!(args.leader_elect_renew_deadline, Duration::from_secs(10));
         assert_eq!(args.leader_elect_retry_period, Duration::from_secs(2));
+        assert_eq!(args.webhook_port, 9443);
+        assert_eq!(
+            args.webhook_cert_path,
+            PathBuf::from("/tmp/k8s-webhook-server/serving-certs")
+        );
     }
 
     #[test]
@@ -288,5 +315,11 @@ pub(crate) mod tests {
         assert!(args.leader_elect);
         assert!(!args.metrics_secure);
         assert!(args.enable_http2);
+    }
+
+    #[test]
+    fn webhooks_are_on_unless_turned_off() {
+        assert!(parse(&[]).enable_webhooks);
+        assert!(!parse(&["--enable-webhooks=false"]).enable_webhooks);
     }
 }

@@ -9,6 +9,8 @@
 //!   change ([`tls`]);
 //! - runs the controllers only while this replica holds the leader election Lease, with
 //!   client-go's semantics ([`leader`]);
+//! - serves the project's admission and conversion webhooks over HTTPS ([`webhook`]) on every
+//!   replica;
 //! - stops everything cleanly on SIGTERM, and exits with an error when leadership is lost.
 //!
 //! Controllers use [`backoff::Backoff`] for per-object retry delays, and [`controller`] to check
@@ -26,11 +28,13 @@ pub mod metrics;
 pub mod server;
 pub mod telemetry;
 pub mod tls;
+pub mod webhook;
 
 pub use args::{BindAddress, LogFormat, ManagerArgs};
 pub use backoff::Backoff;
 pub use manager::{ControllerContext, Manager, Registration};
 pub use metrics::Metrics;
+pub use webhook::Webhooks;
 
 /// This crate's version; PROJECT records it, and `rsbuilder upgrade` replaces it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

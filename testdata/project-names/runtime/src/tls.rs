@@ -221,7 +221,7 @@ impl ResolvesServerCert for CertResolver {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Writes a new self-signed certificate for `name` into `dir`, as cert-manager would.

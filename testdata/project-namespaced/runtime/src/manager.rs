@@ -20,6 +20,7 @@ use crate::leader::{self, Held, LeaderElectionConfig, LeaderElector};
 use crate::metrics::{self, Authorizer, Metrics};
 use crate::server::{self, ServeOptions};
 use crate::tls::{self, CertResolver, CertSource};
+use crate::webhook::Webhooks;
 
 /// How long controllers get to stop after shutdown begins (controller-runtime's default
 /// `GracefulShutdownTimeout`); a leader's Lease is renewed meanwhile.
@@ -83,6 +84,7 @@ pub struct Manager {
     leader_election_id: Option<String>,
     require_watch_namespace: bool,
     identity: String,
+    webhooks: Webhooks,
 }
 
 impl Manager {
@@ -104,6 +106,7 @@ impl Manager {
             leader_election_id: None,
             require_watch_namespace: false,
             identity: leader::default_identity(),
+            webhooks: Webhooks::new(),
         }
     }
 
@@ -123,6 +126,13 @@ impl Manager {
     /// This replica's leader election identity (default: [`leader::default_identity`]).
     pub fn identity(mut self, identity: impl Into<String>) -> Self {
         self.identity = identity.into();
+        self
+    }
+
+    /// Serves `webhooks` over HTTPS on `--webhook-port`, on every replica, unless
+    /// `--enable-webhooks=false` (`ENABLE_WEBHOOKS=false`).
+    pub fn webhooks(mut self, webhooks: Webhooks) -> Self {
+        self.webhooks = webhooks;
         self
     }
 
@@ -259,7 +269,54 @@ impl Manager {
                 ));
             }
         }
+        if !self.webhooks.is_empty() {
+            if self.args.enable_webhooks {
+                self.start_webhook_server(&mut servers, shutdown).await?;
+            } else {
+                tracing::info!("webhooks are disabled (ENABLE_WEBHOOKS=false)");
+            }
+        }
         Ok(servers)
+    }
+
+    /// Binds the webhook port with the certificate of `--webhook-cert-path`; the readiness
+    /// check `webhook` passes once the server listens.
+    async fn start_webhook_server(
+        &self,
+        servers: &mut JoinSet<anyhow::Result<()>>,
+        shutdown: &CancellationToken,
+    ) -> anyhow::Result<()> {
+        let ready = self.health.readiness_check("webhook");
+        let source = CertSource::from_flags(
+            Some(&self.args.webhook_cert_path),
+            &self.args.webhook_cert_name,
+            &self.args.webhook_cert_key,
+        );
+        let resolver = CertResolver::new(source).context(
+            "the webhook server has no certificate: pass --webhook-cert-path, or run without webhooks with ENABLE_WEBHOOKS=false",
+        )?;
+        let tls = resolver.server_config(self.args.enable_http2)?;
+        let addr = std::net::SocketAddr::from(([0, 0, 0, 0], self.args.webhook_port));
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("failed to bind the webhook port {addr}"))?;
+        tokio::spawn(
+            resolver
+                .clone()
+                .reload_on_change(tls::RELOAD_INTERVAL, shutdown.clone()),
+        );
+        tracing::info!(%addr, paths = ?self.webhooks.paths(), "serving webhooks over HTTPS");
+        servers.spawn(server::serve(
+            listener,
+            self.webhooks.router(),
+            ServeOptions {
+                tls: Some(tls),
+                http2: self.args.enable_http2,
+            },
+            shutdown.clone(),
+        ));
+        ready.ready();
+        Ok(())
     }
 
     /// Waits for the Lease, then runs the controllers while this replica leads. A leader that
@@ -786,6 +843,129 @@ mod tests {
             }
         }
         assert_eq!(renewals, 2, "renewed at 2 s and 4 s");
+        tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+
+    /// A port that was free a moment ago.
+    fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
+    #[tokio::test]
+    async fn a_follower_serves_webhooks_over_https() {
+        use crate::webhook::tests::{https_post, webhooks};
+
+        let dir = crate::tls::tests::tempdir();
+        let cert = crate::tls::tests::write_certificate(dir.path(), "localhost");
+        let port = free_port();
+        let port_flag = format!("--webhook-port={port}");
+        let cert_flag = format!("--webhook-cert-path={}", dir.path().display());
+        let (manager, mut server) = manager_with(&[
+            "--leader-elect",
+            "--leader-election-namespace=operators",
+            &port_flag,
+            &cert_flag,
+        ]);
+        let manager = manager.webhooks(webhooks());
+        let health = manager.health();
+        let shutdown = CancellationToken::new();
+        let (started, stopped) = (Arc::default(), Arc::default());
+        let run = tokio::spawn(manager.run_until(
+            vec![watched(Arc::clone(&started), Arc::clone(&stopped))],
+            shutdown.clone(),
+        ));
+        // Another replica leads.
+        let (_, send) = next(&mut server, Method::GET, PATH).await;
+        respond(
+            send,
+            200,
+            &crate::leader::tests::lease("other", "2099-01-01T00:00:00.000000Z", 0, "1"),
+        );
+        assert!(
+            health.readiness().1.contains("[+]webhook ok"),
+            "{}",
+            health.readiness().1
+        );
+
+        let body = serde_json::to_vec(&crate::webhook::review::create(
+            &crate::webhook::tests::Application::new(
+                "web",
+                crate::webhook::tests::ApplicationSpec {
+                    replicas: 0,
+                    image: "nginx".into(),
+                },
+            ),
+        ))
+        .unwrap();
+        let answer = https_post(port, &cert, false, "/mutate", body)
+            .await
+            .unwrap();
+        assert_eq!(answer.status, StatusCode::OK);
+        let review: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+        assert_eq!(review["response"]["allowed"], true);
+        assert!(
+            !started.load(Ordering::SeqCst),
+            "a follower runs no controller"
+        );
+
+        shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(10), run)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn webhooks_without_a_certificate_stop_the_manager_with_a_way_out() {
+        let port_flag = format!("--webhook-port={}", free_port());
+        let (manager, _) = manager_with(&[&port_flag, "--webhook-cert-path=/nonexistent"]);
+        let error = tokio::time::timeout(
+            Duration::from_secs(5),
+            manager
+                .webhooks(crate::webhook::tests::webhooks())
+                .run_until(Vec::new(), CancellationToken::new()),
+        )
+        .await
+        .unwrap()
+        .unwrap_err();
+        let message = format!("{error:#}");
+        assert!(
+            message.starts_with("the webhook server has no certificate: pass --webhook-cert-path, or run without webhooks with ENABLE_WEBHOOKS=false: failed to read certificate `/nonexistent/tls.crt`"),
+            "{message}"
+        );
+    }
+
+    #[tokio::test]
+    async fn disabled_webhooks_are_not_served() {
+        let port = free_port();
+        let port_flag = format!("--webhook-port={port}");
+        let (manager, _) = manager_with(&[
+            &port_flag,
+            "--webhook-cert-path=/nonexistent",
+            "--enable-webhooks=false",
+        ]);
+        let manager = manager.webhooks(crate::webhook::tests::webhooks());
+        let health = manager.health();
+        let shutdown = CancellationToken::new();
+        let run = tokio::spawn(manager.run_until(Vec::new(), shutdown.clone()));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!run.is_finished());
+        assert!(
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_err()
+        );
+        assert!(!health.readiness().1.contains("webhook"));
+        shutdown.cancel();
         tokio::time::timeout(Duration::from_secs(5), run)
             .await
             .unwrap()
