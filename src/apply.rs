@@ -143,6 +143,7 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
             &change.contents,
             &insertion.marker,
             &insertion.fragment,
+            insertion.block,
         )? {
             change.contents = updated;
             if matches!(change.action, Action::Unchanged | Action::Keep) {
@@ -354,6 +355,7 @@ mod tests {
                 path: "a/b.yaml".into(),
                 marker: "list".into(),
                 fragment: "y: 2\n".into(),
+                block: false,
             }],
             removals: Vec::new(),
         };
@@ -458,6 +460,7 @@ mod tests {
                 path: "main.rs".into(),
                 marker: "controllers".into(),
                 fragment: "a();\n".into(),
+                block: false,
             }],
             removals: Vec::new(),
         };

@@ -24,10 +24,11 @@ pub struct Cli {
 pub enum Command {
     /// Initialize a new operator project in the current directory
     Init(InitArgs),
-    /// Scaffold a Kubernetes API (a kind's types and manifests) or a controller for it
+    /// Scaffold a Kubernetes API (a kind's types and manifests), a controller, or webhooks
     #[command(subcommand)]
     Create(CreateCommand),
-    /// Regenerate the CRDs (from the compiled types) and the RBAC role (from the markers)
+    /// Regenerate the CRDs (from the compiled types), the RBAC role and the webhook
+    /// configurations (from the markers)
     Generate {
         /// Write nothing: list the stale manifests with a diff, and fail if there are any
         #[arg(long)]
@@ -94,6 +95,65 @@ pub struct InitArgs {
 pub enum CreateCommand {
     /// Scaffold a kind: its Rust types, CRD, samples and RBAC roles, and a controller for it
     Api(CreateApiArgs),
+    /// Scaffold defaulting, validation or conversion webhooks for a kind, and the config/ that
+    /// serves them with cert-manager certificates
+    Webhook(CreateWebhookArgs),
+}
+
+/// Flags of `rsbuilder create webhook`.
+#[derive(Debug, Args)]
+pub struct CreateWebhookArgs {
+    /// API group, without the domain; empty means the domain itself
+    #[arg(long, default_value = "")]
+    pub group: String,
+
+    /// API version of the kind; the hub with --conversion
+    #[arg(long)]
+    pub version: String,
+
+    /// Kind, as in PROJECT
+    #[arg(long)]
+    pub kind: String,
+
+    /// Resource name [default: the kind's, as in PROJECT]
+    #[arg(long)]
+    pub plural: Option<String>,
+
+    /// Scaffold a defaulting (mutating) webhook
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub defaulting: bool,
+
+    /// Scaffold a validating webhook
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub programmatic_validation: bool,
+
+    /// Scaffold a conversion webhook, with --version as the hub
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub conversion: bool,
+
+    /// Versions converted to and from the hub, comma-separated (with --conversion)
+    #[arg(long, value_delimiter = ',')]
+    pub spoke: Vec<String>,
+
+    /// Path of the defaulting webhook [default: /mutate-<group>-<version>-<kind>]
+    #[arg(long)]
+    pub defaulting_path: Option<String>,
+
+    /// Path of the validating webhook [default: /validate-<group>-<version>-<kind>]
+    #[arg(long)]
+    pub validation_path: Option<String>,
+
+    /// Scaffold the webhooks again even if they exist, overwriting the kind's webhook module
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub force: bool,
+
+    /// Regenerate the manifests from the compiled types afterwards (rsbuilder generate)
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub make: bool,
+
+    /// List what would be created or changed, and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Flags of `rsbuilder create api`.

@@ -16,6 +16,7 @@ mod runtime;
 mod scaffold;
 mod ui;
 mod versions;
+mod webhook;
 
 use std::process::ExitCode;
 

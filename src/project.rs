@@ -69,6 +69,40 @@ pub struct Resource {
     pub plural: Option<String>,
     /// The version.
     pub version: String,
+    /// The webhooks of this version, when `create webhook` made any.
+    #[serde(default)]
+    pub webhooks: Option<ResourceWebhooks>,
+}
+
+/// The webhooks of one group/version/kind, as kubebuilder records them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceWebhooks {
+    /// A conversion webhook, with this version as the hub.
+    #[serde(default)]
+    pub conversion: bool,
+    /// A defaulting (mutating) webhook.
+    #[serde(default)]
+    pub defaulting: bool,
+    /// The defaulting webhook's path, when not the computed one.
+    #[serde(default)]
+    pub defaulting_path: Option<String>,
+    /// The versions converted to and from this one.
+    #[serde(default)]
+    pub spoke: Vec<String>,
+    /// A validating webhook.
+    #[serde(default)]
+    pub validation: bool,
+    /// The validating webhook's path, when not the computed one.
+    #[serde(default)]
+    pub validation_path: Option<String>,
+    /// Always `v1`.
+    #[serde(default = "webhook_version")]
+    pub webhook_version: String,
+}
+
+fn webhook_version() -> String {
+    "v1".to_owned()
 }
 
 /// How a kind's types were scaffolded.
@@ -252,6 +286,35 @@ impl Project {
                 &mut out,
                 &format!("version: {}\n", scalar(&resource.version)),
             );
+            if let Some(webhooks) = &resource.webhooks {
+                out.push_str("  webhooks:\n");
+                if webhooks.conversion {
+                    out.push_str("    conversion: true\n");
+                }
+                if webhooks.defaulting {
+                    out.push_str("    defaulting: true\n");
+                }
+                if let Some(path) = &webhooks.defaulting_path {
+                    let _ = writeln!(out, "    defaultingPath: {}", scalar(path));
+                }
+                if !webhooks.spoke.is_empty() {
+                    out.push_str("    spoke:\n");
+                    for version in &webhooks.spoke {
+                        let _ = writeln!(out, "    - {}", scalar(version));
+                    }
+                }
+                if webhooks.validation {
+                    out.push_str("    validation: true\n");
+                }
+                if let Some(path) = &webhooks.validation_path {
+                    let _ = writeln!(out, "    validationPath: {}", scalar(path));
+                }
+                let _ = writeln!(
+                    out,
+                    "    webhookVersion: {}",
+                    scalar(&webhooks.webhook_version)
+                );
+            }
         }
         out.push_str("version: \"3\"\n");
         out
@@ -264,7 +327,7 @@ fn scalar(value: &str) -> String {
         && value
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c))
-        && value.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && value.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '/')
         && serde_yaml::from_str::<serde_yaml::Value>(value)
             .is_ok_and(|parsed| parsed.as_str() == Some(value));
     if plain {
@@ -319,6 +382,15 @@ mod tests {
                 kind: "AppOTP".into(),
                 plural: None,
                 version: "v1".into(),
+                webhooks: Some(ResourceWebhooks {
+                    conversion: true,
+                    defaulting: true,
+                    defaulting_path: None,
+                    spoke: vec!["v2".into()],
+                    validation: true,
+                    validation_path: Some("/custom-validate-appotp".into()),
+                    webhook_version: "v1".into(),
+                }),
             },
             Resource {
                 api: Some(ResourceApi {
@@ -331,12 +403,13 @@ mod tests {
                 kind: "Person".into(),
                 plural: Some("persons".into()),
                 version: "v1beta1".into(),
+                webhooks: None,
             },
         ];
         let yaml = project.to_yaml();
         assert!(
             yaml.contains(
-                "resources:\n- api:\n    crdVersion: v1\n    namespaced: true\n  controller: true\n  domain: learn.com\n  group: appotp\n  kind: AppOTP\n  version: v1\n- api:\n    crdVersion: v1\n  domain: learn.com\n  group: fleet\n  kind: Person\n  plural: persons\n  version: v1beta1\nversion: \"3\"\n"
+                "resources:\n- api:\n    crdVersion: v1\n    namespaced: true\n  controller: true\n  domain: learn.com\n  group: appotp\n  kind: AppOTP\n  version: v1\n  webhooks:\n    conversion: true\n    defaulting: true\n    spoke:\n    - v2\n    validation: true\n    validationPath: /custom-validate-appotp\n    webhookVersion: v1\n- api:\n    crdVersion: v1\n  domain: learn.com\n  group: fleet\n  kind: Person\n  plural: persons\n  version: v1beta1\nversion: \"3\"\n"
             ),
             "{yaml}"
         );

@@ -523,6 +523,7 @@ fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Pla
                 kind: names.kind.clone(),
                 plural: None,
                 version: names.version.clone(),
+                webhooks: None,
             });
             project.resources.last_mut().expect("just pushed")
         }

@@ -1,5 +1,6 @@
 //! `rsbuilder generate`: the manifests, regenerated from the code. CRDs come from the compiled
-//! types (the api crate's `crdgen`), `config/rbac/role.yaml` from the RBAC markers. With
+//! types (the api crate's `crdgen`), `config/rbac/role.yaml` from the RBAC markers and
+//! `config/webhook/manifests.yaml` from the webhook markers. With
 //! `--check`, nothing is written: stale files are listed with a diff, and the exit code says
 //! whether there were any.
 
@@ -12,10 +13,11 @@ use anyhow::Context as _;
 
 use crate::apply::{self, Options};
 use crate::diff;
-use crate::project::{self, Project};
+use crate::project;
 use crate::rbac;
 use crate::scaffold::{Plan, PlannedFile, Policy};
 use crate::ui::{self, UserError};
+use crate::webhook;
 
 /// Where the CRDs go.
 const CRD_DIR: &str = "config/crd/bases";
@@ -34,7 +36,22 @@ pub fn generate(root: &Path, check: bool) -> anyhow::Result<()> {
     let started = Instant::now();
     let project = project::load(root)?;
     // The markers first: a malformed one fails before anything is built.
-    let role = role(root, &project)?;
+    let sources = rbac::read_sources(root)?;
+    let role = rbac::role_from_sources(
+        sources
+            .iter()
+            .map(|(path, text)| (path.as_path(), text.as_str())),
+        project.namespaced,
+    )?;
+    let markers = webhook::markers_from_sources(
+        sources
+            .iter()
+            .map(|(path, text)| (path.as_path(), text.as_str())),
+    )?;
+    // A project that never had webhooks gets no configuration file; one that had keeps it.
+    let webhooks = (!markers.is_empty() || root.join(webhook::MANIFESTS_FILE).exists())
+        .then(|| webhook::manifests(&markers))
+        .transpose()?;
     let crd_started = Instant::now();
     let crds = crds(root)?;
     let crd_time = crd_started.elapsed();
@@ -52,6 +69,14 @@ pub fn generate(root: &Path, check: bool) -> anyhow::Result<()> {
         contents: role,
         policy: Policy::Regenerated,
     });
+    // A project without webhook markers has no webhook configurations to write.
+    if let Some(contents) = webhooks {
+        files.push(PlannedFile {
+            path: webhook::MANIFESTS_FILE.into(),
+            contents,
+            policy: Policy::Regenerated,
+        });
+    }
     // Files in config/crd/bases that no kind produces any more.
     let orphans = orphans(root, &crds)?;
 
@@ -134,15 +159,6 @@ fn split_crds(stream: &str) -> anyhow::Result<BTreeMap<PathBuf, String>> {
         files.insert(path, format!("---\n{document}"));
     }
     Ok(files)
-}
-
-/// `config/rbac/role.yaml` from every RBAC marker under `operator/src`.
-fn role(root: &Path, project: &Project) -> anyhow::Result<String> {
-    let sources = rbac::read_sources(root)?;
-    let sources = sources
-        .iter()
-        .map(|(path, text)| (path.as_path(), text.as_str()));
-    Ok(rbac::role_from_sources(sources, project.namespaced)?)
 }
 
 fn orphans(root: &Path, crds: &BTreeMap<PathBuf, String>) -> anyhow::Result<Vec<PathBuf>> {

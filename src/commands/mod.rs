@@ -2,6 +2,7 @@
 //! PROJECT, plan every file in memory, apply the plan, save PROJECT.
 
 pub mod create_api;
+pub mod create_webhook;
 pub mod generate;
 pub mod init;
 pub mod upgrade;
@@ -14,6 +15,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Init(args) => init::run(args),
         Command::Create(CreateCommand::Api(args)) => create_api::run(args),
+        Command::Create(CreateCommand::Webhook(args)) => create_webhook::run(args),
         Command::Generate { check } => generate::run(check),
         Command::Upgrade { force, dry_run } => {
             upgrade::run(upgrade::UpgradeOptions { force, dry_run })

@@ -64,9 +64,9 @@ const PRELUDE: &[&str] = &[
     "Vec",
 ];
 
-/// Names the generated controller and its tests import; a kind called so is imported under
-/// an alias there (`ClientKind`). A test reads the templates' imports and fails when one is
-/// missing here.
+/// Names the generated controller, the webhook modules and their tests import or define; a
+/// kind called so is imported under an alias there (`ClientKind`). A test reads the templates'
+/// imports and definitions and fails when one is missing here.
 const CONTROLLER_SCOPE: &[&str] = &[
     "Action",
     "Api",
@@ -78,11 +78,13 @@ const CONTROLLER_SCOPE: &[&str] = &[
     "Context",
     "Controller",
     "ControllerContext",
+    "Defaulter",
     "Duration",
     "Error",
     "Event",
     "EventType",
     "FINALIZER",
+    "Hub",
     "HashMap",
     "ListParams",
     "Method",
@@ -102,9 +104,12 @@ const CONTROLLER_SCOPE: &[&str] = &[
     "ResourceExt",
     "Response",
     "Spec",
+    "Spoke",
     "Status",
     "StreamExt",
+    "Validator",
     "Value",
+    "Webhooks",
 ];
 
 /// Crates the generated project depends on: a project named like one would shadow it.
@@ -547,6 +552,17 @@ mod scope_tests {
         let mut names = Vec::new();
         let mut statement = String::new();
         for line in source.lines().map(str::trim) {
+            if let Some(rest) = line
+                .strip_prefix("pub struct ")
+                .or_else(|| line.strip_prefix("struct "))
+            {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                names.push(name);
+                continue;
+            }
             if statement.is_empty() && !(line.starts_with("use ") || line.starts_with("type ")) {
                 continue;
             }
@@ -589,9 +605,11 @@ mod scope_tests {
     }
 
     #[test]
-    fn every_type_the_controller_and_its_tests_import_is_in_the_scope_list() {
-        let sources = crate::scaffold::sources("controller/");
-        assert!(sources.len() >= 3, "{sources:?}");
+    fn every_type_the_controller_and_the_webhooks_import_is_in_the_scope_list() {
+        let mut sources = crate::scaffold::sources("controller/");
+        sources.extend(crate::scaffold::sources("webhook/"));
+        sources.extend(crate::scaffold::sources("insert/webhook-"));
+        assert!(sources.len() >= 10, "{sources:?}");
         let mut missing = Vec::new();
         for (path, text) in &sources {
             for name in imported_types(text) {
@@ -608,8 +626,11 @@ mod scope_tests {
 
     #[test]
     fn imports_are_read_from_every_form_of_use() {
-        let source = "use a::B;\nuse c::{D, e, F as G};\nuse h::{\n    I,\n    J,\n};\nuse x::{{ kind }} as {{ kind_type }};\ntype Object = {{ kind_type }};\nfn f() {}\n";
-        assert_eq!(imported_types(source), ["B", "D", "G", "I", "J", "Object"]);
+        let source = "use a::B;\nuse c::{D, e, F as G};\nuse h::{\n    I,\n    J,\n};\nuse x::{{ kind }} as {{ kind_type }};\ntype Object = {{ kind_type }};\npub struct K;\nfn f() {}\n";
+        assert_eq!(
+            imported_types(source),
+            ["B", "D", "G", "I", "J", "Object", "K"]
+        );
     }
 }
 

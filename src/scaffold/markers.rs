@@ -1,7 +1,8 @@
 //! Scaffold markers: `// +rsbuilder:scaffold:<name>` in Rust, `# +rsbuilder:scaffold:<name>`
 //! in YAML, TOML and Makefiles. A fragment goes just above its marker, indented like it; each
 //! of its lines that the file already has (a module, a list entry) is left out, so inserting
-//! twice changes nothing.
+//! twice changes nothing. A block fragment (an `impl`, a YAML list item of several lines) goes
+//! in whole unless the file has it whole.
 
 use std::path::Path;
 
@@ -25,13 +26,15 @@ pub fn marker_line(path: &Path, name: &str) -> Option<String> {
     comment_prefix(path).map(|prefix| format!("{prefix} +rsbuilder:scaffold:{name}"))
 }
 
-/// Inserts `fragment` above the marker `name` in `content`, the text of `path`.
-/// Returns `None` when the fragment is already there. Line endings follow the file's own.
+/// Inserts `fragment` above the marker `name` in `content`, the text of `path`, line by line or
+/// as a `block`. Returns `None` when the fragment is already there. Line endings follow the
+/// file's own.
 pub fn insert(
     path: &Path,
     content: &str,
     name: &str,
     fragment: &str,
+    block: bool,
 ) -> Result<Option<String>, UserError> {
     let marker = marker_line(path, name).ok_or_else(|| {
         UserError::new(format!(
@@ -55,13 +58,32 @@ pub fn insert(
         )));
     };
 
-    // Fragments are lists of declarations or entries: a line the file has already is not
-    // added again, even where the user moved it or edited its neighbours.
-    let present: std::collections::HashSet<&str> = lines.iter().map(|line| line.trim()).collect();
-    let missing: Vec<&str> = fragment
-        .lines()
-        .filter(|line| line.trim().is_empty() || !present.contains(line.trim()))
+    let indent: String = lines[at]
+        .chars()
+        .take_while(|c| c.is_whitespace())
         .collect();
+    let missing: Vec<&str> = if block {
+        // A block is there when its lines are, in a row, as rsbuilder would indent them.
+        let mut indented = String::new();
+        for line in fragment.lines().filter(|line| !line.trim().is_empty()) {
+            indented.push_str(&indent);
+            indented.push_str(line);
+            indented.push('\n');
+        }
+        if content.replace("\r\n", "\n").contains(&indented) {
+            return Ok(None);
+        }
+        fragment.lines().collect()
+    } else {
+        // Fragments are lists of declarations or entries: a line the file has already is not
+        // added again, even where the user moved it or edited its neighbours.
+        let present: std::collections::HashSet<&str> =
+            lines.iter().map(|line| line.trim()).collect();
+        fragment
+            .lines()
+            .filter(|line| line.trim().is_empty() || !present.contains(line.trim()))
+            .collect()
+    };
     if missing.iter().all(|line| line.trim().is_empty()) {
         return Ok(None);
     }
@@ -73,10 +95,6 @@ pub fn insert(
         missing = &missing[1..];
     }
 
-    let indent: String = lines[at]
-        .chars()
-        .take_while(|c| c.is_whitespace())
-        .collect();
     let mut out = String::with_capacity(content.len() + fragment.len() + 16);
     for line in &lines[..at] {
         out.push_str(line);
@@ -99,6 +117,37 @@ pub fn insert(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A line-by-line insertion.
+    fn insert(
+        path: &Path,
+        content: &str,
+        name: &str,
+        fragment: &str,
+    ) -> Result<Option<String>, UserError> {
+        super::insert(path, content, name, fragment, false)
+    }
+
+    #[test]
+    fn blocks_go_in_whole_once() {
+        let path = Path::new("config/default/kustomization.yaml");
+        let yaml = "patches:\n- path: a.yaml\n  target:\n    kind: Deployment\n# +rsbuilder:scaffold:patches\n";
+        let block = "- path: b.yaml\n  target:\n    kind: Deployment\n";
+        let once = super::insert(path, yaml, "patches", block, true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            once,
+            "patches:\n- path: a.yaml\n  target:\n    kind: Deployment\n- path: b.yaml\n  target:\n    kind: Deployment\n# +rsbuilder:scaffold:patches\n"
+        );
+        assert_eq!(
+            super::insert(path, &once, "patches", block, true).unwrap(),
+            None
+        );
+        // Line by line, the block would lose the lines the file has.
+        let lines = insert(path, yaml, "patches", block).unwrap().unwrap();
+        assert!(lines.contains("- path: b.yaml\n# +rsbuilder"), "{lines}");
+    }
 
     const MAIN: &str = "fn main() {\n    let controllers = vec![\n        // +rsbuilder:scaffold:controllers\n    ];\n}\n";
 

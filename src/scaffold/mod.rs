@@ -48,6 +48,10 @@ pub struct Insertion {
     pub marker: String,
     /// The lines to insert.
     pub fragment: String,
+    /// Insert the fragment whole unless the file has it whole already, rather than line by
+    /// line: for blocks of code or YAML whose lines repeat elsewhere (`}`, `kind: Deployment`).
+    /// A fragment template named `<marker>.block.tera` is a block.
+    pub block: bool,
 }
 
 /// Everything one command would change.
@@ -84,7 +88,7 @@ pub fn render_set(
 }
 
 /// Renders the fragments of `templates/insert/<set>/`: `<file>/<marker>.tera` is inserted above
-/// the marker `<marker>` of `<file>`.
+/// the marker `<marker>` of `<file>`, line by line, and `<file>/<marker>.block.tera` as a block.
 pub fn render_insertions(
     set: &str,
     context: &tera::Context,
@@ -96,10 +100,15 @@ pub fn render_insertions(
             let (file, marker) = name
                 .rsplit_once('/')
                 .with_context(|| format!("fragment `{name}` is not `<file>/<marker>`"))?;
+            let (marker, block) = match marker.strip_suffix(".block") {
+                Some(marker) => (marker, true),
+                None => (marker, false),
+            };
             Ok(Insertion {
                 path: PathBuf::from(fill(file, paths)?),
                 marker: marker.to_owned(),
                 fragment,
+                block,
             })
         })
         .collect()

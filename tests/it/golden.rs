@@ -53,6 +53,13 @@ const SCENARIOS: &[Scenario] = &[
             "create api --group ops --version v1 --kind Registration",
             "create api --group ops --version v1 --kind Spec --namespaced=false",
             "create api --group ops --version v1 --kind ApiServer",
+            // Kinds named like what the webhook modules define or import.
+            "create api --group ops --version v1 --kind Webhooks",
+            "create webhook --group ops --version v1 --kind Webhooks --defaulting --programmatic-validation",
+            "create api --group ops --version v1 --kind Defaulter",
+            "create webhook --group ops --version v1 --kind Defaulter --defaulting --programmatic-validation",
+            // A cluster-scoped kind: its samples have no namespace.
+            "create webhook --group ops --version v1 --kind Spec --defaulting --programmatic-validation",
         ],
     },
     Scenario {
@@ -61,6 +68,25 @@ const SCENARIOS: &[Scenario] = &[
         commands: &[
             "init --domain example.org --namespaced --license none --repo https://github.com/example/ns-operator",
             "create api --group ship --version v1 --kind Captain",
+            "create webhook --group ship --version v1 --kind Captain --defaulting",
+        ],
+    },
+    // Webhooks: the Application operator of defaulting and validation, and a kind with two
+    // versions whose module grows one webhook at a time, up to a conversion.
+    Scenario {
+        name: "project-webhooks",
+        directory: "webhook-operator",
+        commands: &[
+            "init --domain example.com --project-name myoperator",
+            "create api --group example --version v1 --kind Application",
+            "create webhook --group example --version v1 --kind Application --defaulting --programmatic-validation",
+            "create api --group example --version v1 --kind Cache",
+            "create webhook --group example --version v1 --kind Cache --defaulting --defaulting-path /default-cache",
+            "create api --group example --version v2 --kind Cache --controller=false",
+            "create webhook --group example --version v1 --kind Cache --programmatic-validation=true",
+            "create webhook --group example --version v1 --kind Cache --conversion --spoke v2",
+            // Scaffolding webhooks again rewrites their module and duplicates nothing else.
+            "create webhook --group example --version v1 --kind Application --defaulting --force",
         ],
     },
 ];

@@ -2,6 +2,7 @@
 
 mod cli;
 mod create_api;
+mod create_webhook;
 mod generate;
 mod golden;
 mod init;

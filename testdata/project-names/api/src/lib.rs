@@ -38,6 +38,8 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, String> {
         <ops::v1::Registration as ::kube::CustomResourceExt>::crd(),
         <ops::v1::Spec as ::kube::CustomResourceExt>::crd(),
         <ops::v1::ApiServer as ::kube::CustomResourceExt>::crd(),
+        <ops::v1::Webhooks as ::kube::CustomResourceExt>::crd(),
+        <ops::v1::Defaulter as ::kube::CustomResourceExt>::crd(),
         // +rsbuilder:scaffold:crds
     ])
 }
@@ -69,8 +71,20 @@ fn merge_versions(
                      mark the others with `storage = false` in their #[kube(...)]"
                 ));
             };
-            ::kube::core::crd::merge_crds(versions, stored)
-                .map_err(|error| format!("{name}: {error}"))
+            // The versions stay in the order they are listed above, whatever order
+            // `merge_crds` leaves them in.
+            let order: Vec<String> = versions
+                .iter()
+                .flat_map(|crd| &crd.spec.versions)
+                .map(|version| version.name.clone())
+                .collect();
+            let mut merged = ::kube::core::crd::merge_crds(versions, stored)
+                .map_err(|error| format!("{name}: {error}"))?;
+            merged
+                .spec
+                .versions
+                .sort_by_key(|version| order.iter().position(|name| *name == version.name));
+            Ok(merged)
         })
         .collect()
 }

@@ -7,6 +7,7 @@ use clap::Parser;
 use rsbuilder_runtime::{Manager, ManagerArgs, Registration, telemetry};
 
 use names_operator::controllers;
+use names_operator::webhooks;
 // +rsbuilder:scaffold:imports
 
 /// The name of the Lease that replicas compete for when `--leader-elect` is on.
@@ -36,11 +37,15 @@ async fn main() -> anyhow::Result<()> {
         controllers::ops::registration::registration(),
         controllers::ops::spec::registration(),
         controllers::ops::api_server::registration(),
+        controllers::ops::webhooks::registration(),
+        controllers::ops::defaulter::registration(),
         // +rsbuilder:scaffold:controllers
     ];
     Manager::new(args.manager)
         .await?
         .leader_election_id(LEADER_ELECTION_ID)
+        .webhooks(webhooks::all())
+        // +rsbuilder:scaffold:manager
         .run(controllers)
         .await
 }

@@ -46,6 +46,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Warnings for the client, which `kubectl` prints as `Warning: ...`.
 pub type Warnings = Vec<String>;
 
+/// What a validation decides: admit, with warnings, or deny.
+pub type Verdict = Result<Warnings, Denied>;
+
 /// A refusal: the API server rejects the request, and `kubectl` shows
 /// `admission webhook "<name>" denied the request: <message>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,17 +99,13 @@ pub trait Defaulter<K>: Send + Sync + 'static {
 /// Admits or denies objects of kind `K` (a validating webhook).
 pub trait Validator<K>: Send + Sync + 'static {
     /// Checks an object being created.
-    fn validate_create(&self, object: &K) -> impl Future<Output = Result<Warnings, Denied>> + Send;
+    fn validate_create(&self, object: &K) -> impl Future<Output = Verdict> + Send;
 
     /// Checks an update from `old` to `new`.
-    fn validate_update(
-        &self,
-        old: &K,
-        new: &K,
-    ) -> impl Future<Output = Result<Warnings, Denied>> + Send;
+    fn validate_update(&self, old: &K, new: &K) -> impl Future<Output = Verdict> + Send;
 
     /// Checks an object being deleted; called only when the webhook's `verbs` list `delete`.
-    fn validate_delete(&self, object: &K) -> impl Future<Output = Result<Warnings, Denied>> + Send;
+    fn validate_delete(&self, object: &K) -> impl Future<Output = Verdict> + Send;
 }
 
 type Convert = Arc<dyn Fn(serde_json::Value) -> anyhow::Result<serde_json::Value> + Send + Sync>;
@@ -132,7 +131,13 @@ impl fmt::Debug for Conversion {
 }
 
 impl Conversion {
-    /// A kind whose hub is `H`; add its other versions with [`Conversion::spoke`].
+    /// A kind whose hub is `H`; add its other versions with [`Conversion::spoke`]:
+    ///
+    /// ```text
+    /// let mut conversion = Conversion::hub::<v1::Application>();
+    /// conversion.spoke(v2::to_hub, v2::from_hub);
+    /// webhooks.conversion(conversion);
+    /// ```
     pub fn hub<H>() -> Self
     where
         H: Resource<DynamicType = ()>,
@@ -150,10 +155,10 @@ impl Conversion {
     /// # Panics
     /// When `S` is another kind than the hub, or the hub itself.
     pub fn spoke<H, S>(
-        mut self,
+        &mut self,
         to_hub: impl Fn(S) -> anyhow::Result<H> + Send + Sync + 'static,
         from_hub: impl Fn(H) -> anyhow::Result<S> + Send + Sync + 'static,
-    ) -> Self
+    ) -> &mut Self
     where
         H: Resource<DynamicType = ()> + Serialize + DeserializeOwned + 'static,
         S: Resource<DynamicType = ()> + Serialize + DeserializeOwned + 'static,
@@ -218,6 +223,43 @@ impl Conversion {
         std::iter::once(self.hub.as_str())
             .chain(self.spokes.keys().map(String::as_str))
             .collect()
+    }
+}
+
+/// `from` as a `T`, field by field by name: the conversion of a spec or a status between
+/// versions whose fields have the same names and shapes. Fails, naming the field, when `T` has
+/// no place for a value of `from`, or a field `T` requires is missing, so that no conversion
+/// loses data silently.
+pub fn same_fields<F: Serialize, T: Serialize + DeserializeOwned>(from: F) -> anyhow::Result<T> {
+    let value = serde_json::to_value(&from)?;
+    let converted: T = serde_json::from_value(value.clone())
+        .map_err(|error| anyhow::anyhow!("the fields do not convert: {error}"))?;
+    let back = serde_json::to_value(&converted)?;
+    if let Some(lost) = lost_field(&value, &back, "") {
+        anyhow::bail!("the field `{lost}` has no place in the other version: convert it by hand");
+    }
+    Ok(converted)
+}
+
+/// The first field of `from` that `to` lacks or holds otherwise, as a dotted path.
+fn lost_field(from: &serde_json::Value, to: &serde_json::Value, at: &str) -> Option<String> {
+    match (from, to) {
+        (serde_json::Value::Object(from), serde_json::Value::Object(to)) => {
+            from.iter().find_map(|(key, value)| {
+                let path = if at.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{at}.{key}")
+                };
+                match to.get(key) {
+                    None if value.is_null() => None,
+                    None => Some(path),
+                    Some(other) => lost_field(value, other, &path),
+                }
+            })
+        }
+        (from, to) if from == to => None,
+        _ => Some(at.to_owned()),
     }
 }
 
@@ -914,31 +956,33 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn webhooks() -> Webhooks {
+        let mut conversion = Conversion::hub::<Application>();
+        conversion.spoke(
+            |spoke: v2::Application| {
+                Ok(Application {
+                    metadata: spoke.metadata,
+                    spec: ApplicationSpec {
+                        replicas: spoke.spec.scale.parse()?,
+                        image: spoke.spec.image,
+                    },
+                    status: None,
+                })
+            },
+            |hub: Application| {
+                Ok(v2::Application {
+                    metadata: hub.metadata,
+                    spec: v2::ApplicationSpec {
+                        scale: hub.spec.replicas.to_string(),
+                        image: hub.spec.image,
+                    },
+                })
+            },
+        );
         let mut webhooks = Webhooks::new();
         webhooks
             .defaulting("/mutate", Defaults)
             .validating("/validate", Rules)
-            .conversion(Conversion::hub::<Application>().spoke(
-                |spoke: v2::Application| {
-                    Ok(Application {
-                        metadata: spoke.metadata,
-                        spec: ApplicationSpec {
-                            replicas: spoke.spec.scale.parse()?,
-                            image: spoke.spec.image,
-                        },
-                        status: None,
-                    })
-                },
-                |hub: Application| {
-                    Ok(v2::Application {
-                        metadata: hub.metadata,
-                        spec: v2::ApplicationSpec {
-                            scale: hub.spec.replicas.to_string(),
-                            image: hub.spec.image,
-                        },
-                    })
-                },
-            ));
+            .conversion(conversion);
         webhooks
     }
 
@@ -1305,6 +1349,33 @@ pub(crate) mod tests {
 
         shutdown.cancel();
         within(server).await.unwrap().unwrap();
+    }
+
+    #[test]
+    fn same_fields_converts_and_refuses_to_lose_data() {
+        #[derive(Serialize, Deserialize, Debug, PartialEq)]
+        struct Narrow {
+            replicas: i32,
+        }
+        let wide = ApplicationSpec {
+            replicas: 2,
+            image: String::new(),
+        };
+        // An empty string is kept as a value, so the narrow version loses it.
+        let error = same_fields::<_, Narrow>(&wide).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the field `image` has no place in the other version: convert it by hand"
+        );
+        let back: ApplicationSpec = same_fields(Narrow { replicas: 2 }).unwrap();
+        assert_eq!(back, wide);
+        let error = same_fields::<_, Narrow>(serde_json::json!({"replicas": "two"})).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("the fields do not convert: invalid type"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ use clap::Parser;
 use rsbuilder_runtime::{Manager, ManagerArgs, Registration, telemetry};
 
 use ns_operator::controllers;
+use ns_operator::webhooks;
 // +rsbuilder:scaffold:imports
 
 /// The name of the Lease that replicas compete for when `--leader-elect` is on.
@@ -33,6 +34,8 @@ async fn main() -> anyhow::Result<()> {
     Manager::new(args.manager)
         .await?
         .leader_election_id(LEADER_ELECTION_ID)
+        .webhooks(webhooks::all())
+        // +rsbuilder:scaffold:manager
         .require_watch_namespace()
         .run(controllers)
         .await

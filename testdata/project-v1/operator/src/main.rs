@@ -37,6 +37,7 @@ async fn main() -> anyhow::Result<()> {
     Manager::new(args.manager)
         .await?
         .leader_election_id(LEADER_ELECTION_ID)
+        // +rsbuilder:scaffold:manager
         .run(controllers)
         .await
 }

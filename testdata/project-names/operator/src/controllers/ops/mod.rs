@@ -5,4 +5,8 @@ pub mod registration;
 pub mod spec;
 
 pub mod api_server;
+
+pub mod webhooks;
+
+pub mod defaulter;
 // +rsbuilder:scaffold:controllers

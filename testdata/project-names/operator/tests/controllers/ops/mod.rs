@@ -5,4 +5,8 @@ mod registration;
 mod spec;
 
 mod api_server;
+
+mod webhooks;
+
+mod defaulter;
 // +rsbuilder:scaffold:kinds

@@ -1,0 +1,595 @@
+//! `rsbuilder create webhook`: defaulting, validation and conversion webhooks for a kind, as
+//! one module of the operator per kind and version, and, with the project's first webhook,
+//! the config/ that serves them: the webhook Service, cert-manager's Issuer and Certificate,
+//! the manager patch and the CA injection.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use serde::Serialize;
+
+use crate::apply::{self, Options};
+use crate::cli::CreateWebhookArgs;
+use crate::names::{self, ResourceNames};
+use crate::project::{self, Project, ResourceWebhooks};
+use crate::rbac;
+use crate::scaffold::{self, Insertion, Plan, PlannedFile, Policy};
+use crate::ui::{self, UserError};
+use crate::webhook;
+
+/// The kinds of webhook.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Kinds {
+    defaulting: bool,
+    validation: bool,
+    conversion: bool,
+}
+
+impl Kinds {
+    fn any(self) -> bool {
+        self.defaulting || self.validation || self.conversion
+    }
+
+    fn union(self, other: Self) -> Self {
+        Self {
+            defaulting: self.defaulting || other.defaulting,
+            validation: self.validation || other.validation,
+            conversion: self.conversion || other.conversion,
+        }
+    }
+
+    /// The template sets of these kinds, in the order their insertions go in.
+    fn sets(self) -> Vec<&'static str> {
+        [
+            (self.defaulting, "webhook-defaulting"),
+            (self.validation, "webhook-validation"),
+            (self.conversion, "webhook-conversion"),
+        ]
+        .into_iter()
+        .filter_map(|(on, set)| on.then_some(set))
+        .collect()
+    }
+}
+
+/// What to scaffold, once flags and PROJECT agree.
+struct Request {
+    names: ResourceNames,
+    namespaced: bool,
+    /// What this command adds.
+    add: Kinds,
+    /// What the kind's module holds afterwards.
+    all: Kinds,
+    /// The versions converted to and from this one.
+    spokes: Vec<String>,
+    defaulting_path: String,
+    validation_path: String,
+    /// The paths PROJECT records: those that differ from the computed ones.
+    custom_defaulting_path: Option<String>,
+    custom_validation_path: Option<String>,
+    /// Whether the kind's webhook module exists (PROJECT records webhooks for it).
+    module_exists: bool,
+    /// Whether no resource of the project has a webhook yet.
+    first_in_project: bool,
+    force: bool,
+}
+
+/// Runs `create webhook` in the project around the current directory.
+pub fn run(args: CreateWebhookArgs) -> anyhow::Result<()> {
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let root = project::find_root(&cwd)?;
+    let mut project = project::load(&root)?;
+    let request = resolve(&args, &project)?;
+    let sources = rbac::read_sources(&root)?;
+    let plan = plan(&project, &request, &sources)?;
+    let plan = with_project(plan, &mut project, &request);
+    apply::apply(
+        &root,
+        plan,
+        Options {
+            force: args.force,
+            dry_run: args.dry_run,
+        },
+    )?;
+    if args.dry_run {
+        return Ok(());
+    }
+    if args.make {
+        super::generate::generate(&root, false).context(
+            "the webhooks were scaffolded, but `--make` could not regenerate the manifests",
+        )?;
+    }
+    ui::note(&format!(
+        "\nNext:\n  implement the webhooks in {}, then `make manifests`\n  cargo test\n  \
+         `make deploy` needs cert-manager in the cluster; `make run` serves no webhooks (ENABLE_WEBHOOKS=false)",
+        module_path(&request.names).display()
+    ));
+    Ok(())
+}
+
+/// `operator/src/webhooks/<group>/<version>/<kind>.rs`.
+fn module_path(names: &ResourceNames) -> PathBuf {
+    PathBuf::from("operator/src/webhooks")
+        .join(&names.group_dir)
+        .join(&names.version)
+        .join(format!("{}.rs", names.kind_file))
+}
+
+/// The path kubebuilder gives a webhook: `/<verb>-<group with dashes>-<version>-<kind>`.
+fn default_path(verb: &str, names: &ResourceNames) -> String {
+    format!(
+        "/{verb}-{}-{}-{}",
+        names.qualified_group.replace('.', "-"),
+        names.version,
+        names.kind_lower
+    )
+}
+
+fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Request> {
+    names::validate_group(&args.group, &project.domain)?;
+    names::validate_version(&args.version)?;
+    names::validate_kind(&args.kind)?;
+    let add = Kinds {
+        defaulting: args.defaulting,
+        validation: args.programmatic_validation,
+        conversion: args.conversion,
+    };
+    if !add.any() {
+        return Err(UserError::new(
+            "nothing to scaffold: create webhook needs at least one of --defaulting, --programmatic-validation and --conversion",
+        )
+        .help(format!(
+            "for example `rsbuilder create webhook --group {} --version {} --kind {} --defaulting --programmatic-validation`",
+            if args.group.is_empty() { "''" } else { &args.group },
+            args.version,
+            args.kind
+        ))
+        .into());
+    }
+    for (path, flag, needs, given) in [
+        (
+            &args.defaulting_path,
+            "--defaulting-path",
+            "--defaulting",
+            add.defaulting,
+        ),
+        (
+            &args.validation_path,
+            "--validation-path",
+            "--programmatic-validation",
+            add.validation,
+        ),
+    ] {
+        if let Some(path) = path {
+            if !given {
+                return Err(UserError::new(format!(
+                    "{flag} `{path}` can only be used with {needs}"
+                ))
+                .help(format!("add {needs}, or drop {flag}"))
+                .into());
+            }
+            validate_path(path, flag)?;
+        }
+    }
+    if !args.spoke.is_empty() && !add.conversion {
+        return Err(UserError::new(format!(
+            "--spoke {} can only be used with --conversion",
+            args.spoke.join(",")
+        ))
+        .help("add --conversion, or drop --spoke")
+        .into());
+    }
+    if add.conversion && args.spoke.is_empty() {
+        return Err(UserError::new(
+            "--conversion needs the versions to convert to and from the hub",
+        )
+        .help(format!(
+            "pass --spoke with the kind's other versions, as in `--conversion --spoke v2` (the hub is --version {})",
+            args.version
+        ))
+        .into());
+    }
+
+    let qualified_group = names::qualified_group(&args.group, &project.domain);
+    let gvk = format!("{qualified_group}/{}, Kind={}", args.version, args.kind);
+    let Some(resource) = project
+        .resources
+        .iter()
+        .find(|r| r.is(&args.group, &args.version, &args.kind) && r.api.is_some())
+    else {
+        return Err(UserError::new(format!("no API {gvk} in PROJECT"))
+            .help(format!(
+                "run `rsbuilder create api --group {} --version {} --kind {}` first",
+                if args.group.is_empty() {
+                    "''"
+                } else {
+                    &args.group
+                },
+                args.version,
+                args.kind
+            ))
+            .into());
+    };
+    let names = ResourceNames::new(
+        &args.group,
+        &args.version,
+        &args.kind,
+        resource.plural.as_deref(),
+        &project.domain,
+    );
+    if let Some(plural) = &args.plural
+        && *plural != names.plural
+    {
+        return Err(UserError::new(format!(
+            "invalid plural `{plural}`: {gvk} is `{}` in PROJECT",
+            names.plural
+        ))
+        .help("drop --plural: the webhooks use the kind's resource name")
+        .into());
+    }
+
+    // The kind's versions with types, in the order they were created: the first is stored.
+    let versions: Vec<&str> = project
+        .resources
+        .iter()
+        .filter(|r| r.group == args.group && r.kind == args.kind && r.api.is_some())
+        .map(|r| r.version.as_str())
+        .collect();
+    let mut spokes: Vec<String> = Vec::new();
+    if add.conversion {
+        if versions.len() < 2 {
+            return Err(UserError::new(format!(
+                "--conversion needs a second version of {}: it has only {}",
+                args.kind, args.version
+            ))
+            .help(format!(
+                "add one with `rsbuilder create api --group {} --version <v2> --kind {}`, then convert",
+                if args.group.is_empty() { "''" } else { &args.group },
+                args.kind
+            ))
+            .into());
+        }
+        if versions[0] != args.version {
+            return Err(UserError::new(format!(
+                "the hub of a conversion must be the storage version of {}, {}, not {}",
+                args.kind, versions[0], args.version
+            ))
+            .help(format!(
+                "pass --version {} and list the other versions with --spoke",
+                versions[0]
+            ))
+            .into());
+        }
+        for spoke in &args.spoke {
+            if *spoke == args.version || !versions.contains(&spoke.as_str()) {
+                return Err(UserError::new(format!(
+                    "invalid spoke version `{spoke}`: the other versions of {} are {}",
+                    args.kind,
+                    versions[1..].join(", ")
+                ))
+                .help("pass --spoke with versions that `create api` made for this kind")
+                .into());
+            }
+            if !spokes.contains(spoke) {
+                spokes.push(spoke.clone());
+            }
+        }
+    }
+
+    let existing = resource.webhooks.clone().unwrap_or_default();
+    let had = Kinds {
+        defaulting: existing.defaulting,
+        validation: existing.validation,
+        conversion: existing.conversion,
+    };
+    if !args.force {
+        for (adding, present, what) in [
+            (add.defaulting, had.defaulting, "defaulting"),
+            (add.validation, had.validation, "validation"),
+            (add.conversion, had.conversion, "conversion"),
+        ] {
+            if adding && present {
+                return Err(
+                    UserError::new(format!("a {what} webhook for {gvk} already exists"))
+                        .help(format!(
+                            "pass --force to scaffold it again, overwriting {}",
+                            module_path(&names).display()
+                        ))
+                        .into(),
+                );
+            }
+        }
+    }
+    if add.conversion
+        && let Some(other) = project.resources.iter().find(|r| {
+            r.group == args.group
+                && r.kind == args.kind
+                && r.version != args.version
+                && r.webhooks.as_ref().is_some_and(|w| w.conversion)
+        })
+    {
+        return Err(UserError::new(format!(
+            "{} converts through version {} already",
+            args.kind, other.version
+        ))
+        .help("a kind has one hub: convert from it")
+        .into());
+    }
+    let all = had.union(add);
+    // A module written again keeps the conversion it had.
+    if !add.conversion {
+        spokes.clone_from(&existing.spoke);
+    }
+
+    let custom_defaulting_path = args
+        .defaulting_path
+        .clone()
+        .or_else(|| existing.defaulting_path.clone().filter(|_| !add.defaulting));
+    let custom_validation_path = args
+        .validation_path
+        .clone()
+        .or_else(|| existing.validation_path.clone().filter(|_| !add.validation));
+    let defaulting_path = custom_defaulting_path
+        .clone()
+        .unwrap_or_else(|| default_path("mutate", &names));
+    let validation_path = custom_validation_path
+        .clone()
+        .unwrap_or_else(|| default_path("validate", &names));
+    if all.defaulting && all.validation && defaulting_path == validation_path {
+        return Err(UserError::new(format!(
+            "the defaulting and the validating webhook would share the path `{defaulting_path}`"
+        ))
+        .help("give --defaulting-path and --validation-path different values")
+        .into());
+    }
+    // Paths other resources' webhooks use.
+    for other in project
+        .resources
+        .iter()
+        .filter(|r| !r.is(&args.group, &args.version, &args.kind))
+    {
+        let Some(theirs) = &other.webhooks else {
+            continue;
+        };
+        let other_names = ResourceNames::new(
+            &other.group,
+            &other.version,
+            &other.kind,
+            other.plural.as_deref(),
+            &project.domain,
+        );
+        let taken = [
+            theirs.defaulting.then(|| {
+                theirs
+                    .defaulting_path
+                    .clone()
+                    .unwrap_or_else(|| default_path("mutate", &other_names))
+            }),
+            theirs.validation.then(|| {
+                theirs
+                    .validation_path
+                    .clone()
+                    .unwrap_or_else(|| default_path("validate", &other_names))
+            }),
+        ];
+        for path in taken.into_iter().flatten() {
+            let mine = [
+                add.defaulting.then_some(&defaulting_path),
+                add.validation.then_some(&validation_path),
+            ];
+            if mine.into_iter().flatten().any(|p| *p == path) {
+                return Err(UserError::new(format!(
+                    "the webhook path `{path}` is taken by {}/{}, Kind={}",
+                    other_names.qualified_group, other.version, other.kind
+                ))
+                .help("pass another --defaulting-path or --validation-path")
+                .into());
+            }
+        }
+    }
+
+    let first_in_project = project.resources.iter().all(|r| r.webhooks.is_none());
+    Ok(Request {
+        namespaced: resource.api.as_ref().is_some_and(|api| api.namespaced),
+        names,
+        add,
+        all,
+        spokes,
+        defaulting_path,
+        validation_path,
+        custom_defaulting_path,
+        custom_validation_path,
+        module_exists: had.any(),
+        first_in_project,
+        force: args.force,
+    })
+}
+
+/// A webhook path: an absolute URL path the manifests and the router share.
+fn validate_path(path: &str, flag: &str) -> Result<(), UserError> {
+    let valid = path.starts_with('/')
+        && path.len() > 1
+        && path.len() <= 253
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+        && !path.contains("//")
+        && path != CONVERT_PATH;
+    if valid {
+        Ok(())
+    } else {
+        Err(UserError::new(format!(
+            "invalid {flag} `{path}`: must be an absolute path of letters, digits, `-`, `_`, `.` and `/`, other than /convert"
+        ))
+        .help(format!("pass something like `{flag}=/custom-mutate-application`")))
+    }
+}
+
+/// The path of conversion reviews, which the runtime serves for every kind.
+const CONVERT_PATH: &str = "/convert";
+
+/// One spoke, as the templates list it.
+#[derive(Debug, Serialize)]
+struct Spoke {
+    version: String,
+}
+
+/// What the templates of `create webhook` receive.
+#[derive(Debug, Serialize)]
+struct Context {
+    #[serde(flatten)]
+    names: ResourceNames,
+    project_name: String,
+    crate_ident: String,
+    api_crate_ident: String,
+    namespaced: bool,
+    defaulting_path: String,
+    validation_path: String,
+    mutating_name: String,
+    validating_name: String,
+    spokes: Vec<Spoke>,
+}
+
+fn plan(
+    project: &Project,
+    request: &Request,
+    sources: &BTreeMap<PathBuf, String>,
+) -> anyhow::Result<Plan> {
+    let names = &request.names;
+    let context = Context {
+        names: names.clone(),
+        project_name: project.project_name.clone(),
+        crate_ident: names::crate_ident(&project.project_name),
+        api_crate_ident: names::crate_ident(&format!("{}-api", project.project_name)),
+        namespaced: request.namespaced,
+        defaulting_path: request.defaulting_path.clone(),
+        validation_path: request.validation_path.clone(),
+        mutating_name: format!("m{}-{}.kb.io", names.kind_lower, names.version),
+        validating_name: format!("v{}-{}.kb.io", names.kind_lower, names.version),
+        spokes: request
+            .spokes
+            .iter()
+            .map(|version| Spoke {
+                version: version.clone(),
+            })
+            .collect(),
+    };
+    let context = tera::Context::from_serialize(&context)?;
+    let paths: [(&str, &str); 4] = [
+        ("group", &names.group_dir),
+        ("version", &names.version),
+        ("kind", &names.kind_file),
+        ("plural", &names.plural),
+    ];
+    let module = module_path(names);
+    let policy = |path: &str| {
+        if Path::new(path) == module || path.starts_with("config/crd/patches/") {
+            Policy::Owned
+        } else {
+            Policy::IfMissing
+        }
+    };
+
+    let mut plan = Plan::default();
+    // The module is written whole when it is new, or again with --force; otherwise the new
+    // webhooks are inserted into it.
+    let rewrite = !request.module_exists || request.force;
+    let mut files = scaffold::render_set("webhook", &context, &paths, policy)?;
+    if !rewrite {
+        files.retain(|file| file.path != module);
+    }
+    plan.files.extend(files);
+    plan.insertions
+        .extend(scaffold::render_insertions("webhook", &context, &paths)?);
+    if request.first_in_project {
+        plan.files.extend(scaffold::render_set(
+            "webhook-project",
+            &context,
+            &paths,
+            policy,
+        )?);
+        plan.insertions.extend(scaffold::render_insertions(
+            "webhook-project",
+            &context,
+            &paths,
+        )?);
+    }
+    let kinds = if rewrite { request.all } else { request.add };
+    for set in kinds.sets() {
+        if set == "webhook-conversion" {
+            plan.files
+                .extend(scaffold::render_set(set, &context, &paths, policy)?);
+        }
+        plan.insertions
+            .extend(scaffold::render_insertions(set, &context, &paths)?);
+    }
+    plan.files.push(manifests(sources, &plan)?);
+    Ok(plan)
+}
+
+/// `config/webhook/manifests.yaml` from the webhook markers of `operator/src` as the plan leaves
+/// it: the sources on disk, the files it writes, and the code it inserts.
+fn manifests(on_disk: &BTreeMap<PathBuf, String>, plan: &Plan) -> anyhow::Result<PlannedFile> {
+    let mut sources: BTreeMap<&Path, String> = on_disk
+        .iter()
+        .map(|(path, text)| (path.as_path(), text.clone()))
+        .collect();
+    for file in &plan.files {
+        sources.insert(&file.path, file.contents.clone());
+    }
+    let inserted: Vec<&Insertion> = plan
+        .insertions
+        .iter()
+        .filter(|insertion| insertion.path.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    for insertion in inserted {
+        sources
+            .entry(&insertion.path)
+            .or_default()
+            .push_str(&insertion.fragment);
+    }
+    let markers =
+        webhook::markers_from_sources(sources.iter().map(|(path, text)| (*path, text.as_str())))?;
+    Ok(PlannedFile {
+        path: webhook::MANIFESTS_FILE.into(),
+        contents: webhook::manifests(&markers)?,
+        policy: Policy::Regenerated,
+    })
+}
+
+/// Records the webhooks in PROJECT and adds PROJECT to the plan, to be written last.
+fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Plan {
+    let names = &request.names;
+    if let Some(resource) = project
+        .resources
+        .iter_mut()
+        .find(|r| r.is(&names.group, &names.version, &names.kind))
+    {
+        let all = request.all;
+        resource.webhooks = Some(ResourceWebhooks {
+            conversion: all.conversion,
+            defaulting: all.defaulting,
+            defaulting_path: request
+                .custom_defaulting_path
+                .clone()
+                .filter(|_| all.defaulting),
+            spoke: if all.conversion {
+                request.spokes.clone()
+            } else {
+                Vec::new()
+            },
+            validation: all.validation,
+            validation_path: request
+                .custom_validation_path
+                .clone()
+                .filter(|_| all.validation),
+            webhook_version: "v1".into(),
+        });
+    }
+    plan.files.push(PlannedFile {
+        path: project::FILE.into(),
+        contents: project.to_yaml(),
+        policy: Policy::Regenerated,
+    });
+    plan
+}

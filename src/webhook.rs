@@ -1,0 +1,445 @@
+//! Webhook configurations from markers: `// +rsbuilder:webhook:path=...,mutating=true,...`
+//! lines in the operator's sources become `config/webhook/manifests.yaml`, as controller-gen
+//! writes it from `+kubebuilder:webhook` markers: a MutatingWebhookConfiguration and a
+//! ValidatingWebhookConfiguration, their webhooks sorted by name.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::ui::UserError;
+
+/// Where the webhook configurations are written.
+pub const MANIFESTS_FILE: &str = "config/webhook/manifests.yaml";
+
+/// Where the markers are.
+const SOURCES: &str = "operator/src";
+
+/// The marker prefix.
+const PREFIX: &str = "// +rsbuilder:webhook:";
+
+/// One webhook marker.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Marker {
+    name: String,
+    path: String,
+    mutating: bool,
+    failure_policy: String,
+    match_policy: Option<String>,
+    side_effects: String,
+    timeout_seconds: Option<u32>,
+    groups: Vec<String>,
+    resources: Vec<String>,
+    verbs: Vec<String>,
+    versions: Vec<String>,
+    admission_review_versions: Vec<String>,
+    reinvocation_policy: Option<String>,
+}
+
+/// Every webhook marker of `content`, the text of `path`. A malformed one is an error naming
+/// the file and line.
+pub fn markers(path: &Path, content: &str) -> Result<Vec<Marker>, UserError> {
+    let mut found = Vec::new();
+    for (index, line) in content.lines().enumerate() {
+        let Some(body) = line.trim().strip_prefix(PREFIX) else {
+            continue;
+        };
+        let at = format!("{}:{}", path.display(), index + 1);
+        found.push(parse(body.trim()).map_err(|problem| {
+            UserError::new(format!("invalid webhook marker at {at}: {problem}")).help(
+                "write it as `// +rsbuilder:webhook:path=/validate-...,mutating=false,failurePolicy=fail,\
+                 sideEffects=None,groups=<group>,resources=<plural>,verbs=create;update,versions=v1,\
+                 name=<name>.kb.io,admissionReviewVersions=v1`",
+            )
+        })?);
+    }
+    Ok(found)
+}
+
+fn parse(body: &str) -> Result<Marker, String> {
+    let mut marker = Marker::default();
+    let mut seen = std::collections::BTreeSet::new();
+    for pair in body.split(',') {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("`{}` is not `key=value`", pair.trim()))?;
+        let (key, value) = (key.trim(), value.trim().trim_matches('"'));
+        if !seen.insert(key) {
+            return Err(format!("`{key}` is given twice"));
+        }
+        let list = || -> Vec<String> {
+            value
+                .split(';')
+                .map(|item| item.trim().trim_matches('"').to_owned())
+                .collect()
+        };
+        let one_of = |allowed: &[&str]| -> Result<String, String> {
+            allowed
+                .iter()
+                .find(|candidate| candidate.eq_ignore_ascii_case(value))
+                .map(|candidate| (*candidate).to_owned())
+                .ok_or_else(|| {
+                    format!(
+                        "`{key}={value}` must be one of {}",
+                        allowed.join(", ").to_lowercase()
+                    )
+                })
+        };
+        match key {
+            "path" if value.starts_with('/') => marker.path = value.to_owned(),
+            "path" => return Err(format!("path `{value}` must start with `/`")),
+            "mutating" => {
+                marker.mutating = value
+                    .parse()
+                    .map_err(|_| format!("`mutating={value}` must be true or false"))?;
+            }
+            "failurePolicy" => marker.failure_policy = one_of(&["Fail", "Ignore"])?,
+            "matchPolicy" => marker.match_policy = Some(one_of(&["Exact", "Equivalent"])?),
+            "sideEffects" => {
+                marker.side_effects = one_of(&["None", "NoneOnDryRun", "Some", "Unknown"])?;
+            }
+            "timeoutSeconds" => {
+                let seconds: u32 = value
+                    .parse()
+                    .ok()
+                    .filter(|s| (1..=30).contains(s))
+                    .ok_or_else(|| format!("`timeoutSeconds={value}` must be 1 to 30"))?;
+                marker.timeout_seconds = Some(seconds);
+            }
+            "reinvocationPolicy" => {
+                marker.reinvocation_policy = Some(one_of(&["Never", "IfNeeded"])?);
+            }
+            "groups" => {
+                marker.groups = list()
+                    .into_iter()
+                    .map(|g| if g == "core" { String::new() } else { g })
+                    .collect();
+            }
+            "resources" => marker.resources = list(),
+            "verbs" => {
+                marker.verbs = list()
+                    .into_iter()
+                    .map(|verb| {
+                        let upper = verb.to_uppercase();
+                        if ["CREATE", "UPDATE", "DELETE", "CONNECT", "*"].contains(&upper.as_str())
+                        {
+                            Ok(upper)
+                        } else {
+                            Err(format!(
+                                "unknown verb `{verb}`: use create, update, delete or connect"
+                            ))
+                        }
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
+            "versions" => marker.versions = list(),
+            "name" => marker.name = value.to_owned(),
+            "admissionReviewVersions" => marker.admission_review_versions = list(),
+            "webhookVersions" if value == "v1" => {}
+            "webhookVersions" => return Err(format!("`webhookVersions={value}`: only v1 exists")),
+            other => {
+                return Err(format!(
+                    "unknown key `{other}` (known: path, mutating, failurePolicy, matchPolicy, sideEffects, \
+                     timeoutSeconds, reinvocationPolicy, groups, resources, verbs, versions, name, \
+                     admissionReviewVersions)"
+                ));
+            }
+        }
+    }
+    for (key, missing) in [
+        ("path", marker.path.is_empty()),
+        ("mutating", !seen.contains("mutating")),
+        ("failurePolicy", marker.failure_policy.is_empty()),
+        ("sideEffects", marker.side_effects.is_empty()),
+        ("groups", !seen.contains("groups")),
+        ("resources", marker.resources.is_empty()),
+        ("verbs", marker.verbs.is_empty()),
+        ("versions", marker.versions.is_empty()),
+        ("name", marker.name.is_empty()),
+        (
+            "admissionReviewVersions",
+            marker.admission_review_versions.is_empty(),
+        ),
+    ] {
+        if missing {
+            return Err(format!("`{key}` is missing"));
+        }
+    }
+    if marker.name.split('.').count() < 3 {
+        return Err(format!(
+            "name `{}` must be fully qualified, with at least three segments (`vkind-v1.kb.io`)",
+            marker.name
+        ));
+    }
+    if !marker.mutating && marker.reinvocation_policy.is_some() {
+        return Err("`reinvocationPolicy` is for mutating webhooks only".into());
+    }
+    Ok(marker)
+}
+
+/// Every webhook marker under `operator/src` of `sources` (relative path → text).
+pub fn markers_from_sources<'a>(
+    sources: impl IntoIterator<Item = (&'a Path, &'a str)>,
+) -> Result<Vec<Marker>, UserError> {
+    let mut found = Vec::new();
+    for (path, text) in sources {
+        if path.starts_with(SOURCES) && path.extension().is_some_and(|e| e == "rs") {
+            found.extend(markers(path, text)?);
+        }
+    }
+    Ok(found)
+}
+
+/// What `config/webhook/manifests.yaml` says when no marker asks for a webhook configuration
+/// (a project with conversion webhooks only).
+const NO_WEBHOOKS: &str = "# rsbuilder generate writes the webhook configurations here from the\n# `+rsbuilder:webhook` markers of operator/src; it found none.\n";
+
+/// `config/webhook/manifests.yaml` for `markers`. Two markers with one name are an error.
+pub fn manifests(markers: &[Marker]) -> Result<String, UserError> {
+    if markers.is_empty() {
+        return Ok(NO_WEBHOOKS.to_owned());
+    }
+    let mut by_name: BTreeMap<&str, &Marker> = BTreeMap::new();
+    for marker in markers {
+        if let Some(other) = by_name.insert(&marker.name, marker)
+            && other != marker
+        {
+            return Err(
+                UserError::new(format!("two webhook markers are named `{}`", marker.name))
+                    .help("give each webhook its own `name=`"),
+            );
+        }
+    }
+    let mut out = String::new();
+    for (mutating, kind, name) in [
+        (
+            true,
+            "MutatingWebhookConfiguration",
+            "mutating-webhook-configuration",
+        ),
+        (
+            false,
+            "ValidatingWebhookConfiguration",
+            "validating-webhook-configuration",
+        ),
+    ] {
+        let webhooks: Vec<&Marker> = by_name
+            .values()
+            .copied()
+            .filter(|m| m.mutating == mutating)
+            .collect();
+        if webhooks.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            out,
+            "---\napiVersion: admissionregistration.k8s.io/v1\nkind: {kind}\nmetadata:\n  name: {name}\nwebhooks:\n"
+        );
+        for webhook in webhooks {
+            write_webhook(&mut out, webhook);
+        }
+    }
+    Ok(out)
+}
+
+fn write_webhook(out: &mut String, m: &Marker) {
+    let list = |out: &mut String, indent: &str, items: &[String]| {
+        for item in items {
+            let _ = writeln!(out, "{indent}- {}", quote(item));
+        }
+    };
+    out.push_str("- admissionReviewVersions:\n");
+    list(out, "  ", &m.admission_review_versions);
+    let _ = write!(
+        out,
+        "  clientConfig:\n    service:\n      name: webhook-service\n      namespace: system\n      path: {}\n",
+        quote(&m.path)
+    );
+    let _ = writeln!(out, "  failurePolicy: {}", m.failure_policy);
+    if let Some(policy) = &m.match_policy {
+        let _ = writeln!(out, "  matchPolicy: {policy}");
+    }
+    let _ = writeln!(out, "  name: {}", quote(&m.name));
+    if let Some(policy) = &m.reinvocation_policy {
+        let _ = writeln!(out, "  reinvocationPolicy: {policy}");
+    }
+    out.push_str("  rules:\n  - apiGroups:\n");
+    list(out, "    ", &m.groups);
+    out.push_str("    apiVersions:\n");
+    list(out, "    ", &m.versions);
+    out.push_str("    operations:\n");
+    list(out, "    ", &m.verbs);
+    out.push_str("    resources:\n");
+    list(out, "    ", &m.resources);
+    let _ = writeln!(out, "  sideEffects: {}", m.side_effects);
+    if let Some(seconds) = m.timeout_seconds {
+        let _ = writeln!(out, "  timeoutSeconds: {seconds}");
+    }
+}
+
+/// A YAML scalar, quoted when it is empty, `*`, or would read as something else than a string.
+fn quote(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c))
+        && serde_yaml::from_str::<serde_yaml::Value>(value)
+            .is_ok_and(|parsed| parsed.as_str() == Some(value));
+    if plain {
+        value.to_owned()
+    } else {
+        format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MUTATE: &str = "// +rsbuilder:webhook:path=/mutate-example-example-com-v1-application,mutating=true,failurePolicy=fail,sideEffects=None,groups=example.example.com,resources=applications,verbs=create;update,versions=v1,name=mapplication-v1.kb.io,admissionReviewVersions=v1";
+    const VALIDATE: &str = "// +rsbuilder:webhook:path=/validate-example-example-com-v1-application,mutating=false,failurePolicy=fail,sideEffects=None,groups=example.example.com,resources=applications,verbs=create;update,versions=v1,name=vapplication-v1.kb.io,admissionReviewVersions=v1";
+    const POD: &str = "// +rsbuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=Ignore,sideEffects=NoneOnDryRun,groups=core,resources=pods,verbs=create,versions=v1,name=mpod-v1.kb.io,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=IfNeeded";
+
+    fn parse_all(text: &str) -> Vec<Marker> {
+        markers(Path::new("operator/src/webhooks/x.rs"), text).unwrap()
+    }
+
+    #[test]
+    fn markers_become_controller_gen_manifests() {
+        let text = format!("{VALIDATE}\nstruct A;\n    {POD}\n{MUTATE}\n");
+        let yaml = manifests(&parse_all(&text)).unwrap();
+        assert_eq!(
+            yaml,
+            r#"---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: mutating-webhook-configuration
+webhooks:
+- admissionReviewVersions:
+  - v1
+  clientConfig:
+    service:
+      name: webhook-service
+      namespace: system
+      path: /mutate-example-example-com-v1-application
+  failurePolicy: Fail
+  name: mapplication-v1.kb.io
+  rules:
+  - apiGroups:
+    - example.example.com
+    apiVersions:
+    - v1
+    operations:
+    - CREATE
+    - UPDATE
+    resources:
+    - applications
+  sideEffects: None
+- admissionReviewVersions:
+  - v1
+  clientConfig:
+    service:
+      name: webhook-service
+      namespace: system
+      path: /mutate--v1-pod
+  failurePolicy: Ignore
+  name: mpod-v1.kb.io
+  reinvocationPolicy: IfNeeded
+  rules:
+  - apiGroups:
+    - ""
+    apiVersions:
+    - v1
+    operations:
+    - CREATE
+    resources:
+    - pods
+  sideEffects: NoneOnDryRun
+  timeoutSeconds: 5
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: validating-webhook-configuration
+webhooks:
+- admissionReviewVersions:
+  - v1
+  clientConfig:
+    service:
+      name: webhook-service
+      namespace: system
+      path: /validate-example-example-com-v1-application
+  failurePolicy: Fail
+  name: vapplication-v1.kb.io
+  rules:
+  - apiGroups:
+    - example.example.com
+    apiVersions:
+    - v1
+    operations:
+    - CREATE
+    - UPDATE
+    resources:
+    - applications
+  sideEffects: None
+"#
+        );
+        let parsed: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&yaml)
+            .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
+            .collect();
+        assert_eq!(parsed.len(), 2);
+        assert!(manifests(&[]).unwrap().starts_with("# rsbuilder generate"));
+    }
+
+    #[test]
+    fn malformed_markers_name_file_and_line() {
+        let cases = [
+            ("path=x", "path `x` must start with `/`"),
+            (
+                &MUTATE[22..].replace("failurePolicy=fail", "failurePolicy=maybe"),
+                "`failurePolicy=maybe` must be one of fail, ignore",
+            ),
+            (
+                &MUTATE[22..].replace("verbs=create;update", "verbs=create;patch"),
+                "unknown verb `patch`: use create, update, delete or connect",
+            ),
+            (
+                &MUTATE[22..].replace(",sideEffects=None", ""),
+                "`sideEffects` is missing",
+            ),
+            (
+                &MUTATE[22..].replace("name=mapplication-v1.kb.io", "name=short"),
+                "name `short` must be fully qualified, with at least three segments (`vkind-v1.kb.io`)",
+            ),
+            (
+                &format!("{},colour=red", &MUTATE[22..]),
+                "unknown key `colour`",
+            ),
+        ];
+        for (body, want) in cases {
+            let text = format!("fn x() {{}}\n// +rsbuilder:webhook:{body}\n");
+            let error = markers(Path::new("operator/src/w.rs"), &text).unwrap_err();
+            let message = error.to_string();
+            assert!(
+                message.starts_with(&format!(
+                    "invalid webhook marker at operator/src/w.rs:2: {want}"
+                )),
+                "{body}: {message}"
+            );
+        }
+    }
+
+    #[test]
+    fn two_webhooks_with_one_name_are_refused() {
+        let other = VALIDATE.replace("vapplication", "mapplication");
+        let error = manifests(&parse_all(&format!("{MUTATE}\n{other}\n"))).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "two webhook markers are named `mapplication-v1.kb.io`"
+        );
+        // The same marker twice (a module and its copy being planned) is one webhook.
+        let twice = manifests(&parse_all(&format!("{MUTATE}\n{MUTATE}\n"))).unwrap();
+        assert_eq!(twice.matches("- admissionReviewVersions").count(), 1);
+    }
+}

@@ -1,0 +1,369 @@
+//! `rsbuilder create webhook`: the module a kind gets, the config/ the first webhook switches
+//! on, and the bad input it refuses without changing anything.
+
+use crate::support::{Workspace, assert_same_tree, stderr};
+
+/// A project with Application v1, and Cache v1 and v2.
+fn project() -> Workspace {
+    let ws = Workspace::new("myoperator");
+    ws.run(&["init", "--domain", "example.com"]).success();
+    for args in [
+        "--group example --version v1 --kind Application",
+        "--group example --version v1 --kind Cache",
+        "--group example --version v2 --kind Cache --controller=false",
+    ] {
+        let mut all = vec!["create", "api"];
+        all.extend(args.split(' '));
+        ws.run(&all).success();
+    }
+    ws
+}
+
+fn webhook(ws: &Workspace, args: &str) -> assert_cmd::assert::Assert {
+    let mut all = vec!["create", "webhook"];
+    all.extend(args.split(' '));
+    ws.run(&all)
+}
+
+/// Runs a failing `create webhook` and checks its message, exit code 1 and the untouched tree.
+#[track_caller]
+fn refuses(ws: &Workspace, args: &str, error: &str, help: &str) {
+    let before = ws.snapshot();
+    let assert = webhook(ws, args).code(1);
+    let err = stderr(&assert);
+    assert!(
+        err.contains(&format!("error: {error}\n")),
+        "`{args}`: want `error: {error}` in:\n{err}"
+    );
+    assert!(
+        err.contains(&format!("help: {help}")),
+        "`{args}`: want `help: {help}` in:\n{err}"
+    );
+    assert_same_tree(&before, &ws.snapshot(), &format!("`create webhook {args}`"));
+}
+
+const APPLICATION: &str = "--group example --version v1 --kind Application";
+const MODULE: &str = "operator/src/webhooks/example/v1/application.rs";
+
+#[test]
+fn the_first_webhook_gets_its_module_and_switches_on_config() {
+    let ws = project();
+    let assert = webhook(
+        &ws,
+        &format!("{APPLICATION} --defaulting --programmatic-validation"),
+    )
+    .success();
+    let err = stderr(&assert);
+    for line in [
+        "created operator/src/webhooks/mod.rs",
+        "created operator/src/webhooks/example/v1/application.rs",
+        "updated operator/src/main.rs",
+        "updated operator/src/lib.rs",
+        "created config/webhook/manifests.yaml",
+        "created config/webhook/service.yaml",
+        "created config/certmanager/certificate-webhook.yaml",
+        "created config/default/manager_webhook_patch.yaml",
+        "created config/network-policy/allow-webhook-traffic.yaml",
+        "updated config/default/kustomization.yaml",
+        "updated PROJECT",
+    ] {
+        assert!(
+            err.lines().any(|l| l == line),
+            "missing {line:?} in:\n{err}"
+        );
+    }
+    assert!(
+        ws.read("PROJECT").contains(
+            "  kind: Application\n  version: v1\n  webhooks:\n    defaulting: true\n    validation: true\n    webhookVersion: v1\n"
+        ),
+        "{}",
+        ws.read("PROJECT")
+    );
+    let module = ws.read(MODULE);
+    assert!(module.contains("pub struct Defaulter;") && module.contains("pub struct Validator;"));
+    assert!(module.contains(
+        "    webhooks.defaulting(DEFAULTING_PATH, Defaulter);\n    webhooks.validating(VALIDATION_PATH, Validator);\n"
+    ));
+    assert!(
+        ws.read("operator/src/main.rs")
+            .contains("        .webhooks(webhooks::all())\n")
+    );
+    let manifests = ws.read("config/webhook/manifests.yaml");
+    assert!(manifests.contains("      path: /mutate-example-example-com-v1-application\n"));
+    assert!(manifests.contains("  name: vapplication-v1.kb.io\n"));
+    let default = ws.read("config/default/kustomization.yaml");
+    for wanted in [
+        "- ../webhook\n- ../certmanager\n",
+        "- path: manager_webhook_patch.yaml\n  target:\n    kind: Deployment\n",
+        "  - select:\n      kind: MutatingWebhookConfiguration\n",
+        "  - select:\n      kind: ValidatingWebhookConfiguration\n",
+    ] {
+        assert!(
+            default.contains(wanted),
+            "missing {wanted:?} in:\n{default}"
+        );
+    }
+    assert!(
+        !default.contains("CustomResourceDefinition\n"),
+        "no conversion, no CRD injection"
+    );
+}
+
+#[test]
+fn validation_extends_the_module_of_a_defaulting_webhook() {
+    let ws = project();
+    webhook(&ws, &format!("{APPLICATION} --defaulting")).success();
+    let after_defaulting = ws.read("config/default/kustomization.yaml");
+    assert!(!after_defaulting.contains("ValidatingWebhookConfiguration"));
+    // The user's edit survives.
+    let edited = ws.read(MODULE).replace(
+        "        Ok(())\n",
+        "        object.spec.size = 1;\n        Ok(())\n",
+    );
+    ws.write(MODULE, &edited);
+
+    let assert = webhook(&ws, &format!("{APPLICATION} --programmatic-validation")).success();
+    let err = stderr(&assert);
+    assert!(
+        err.lines()
+            .any(|l| l == "updated operator/src/webhooks/example/v1/application.rs"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("created config/"),
+        "config/ exists already:\n{err}"
+    );
+    let module = ws.read(MODULE);
+    assert!(module.contains("        object.spec.size = 1;\n"));
+    assert_eq!(module.matches("pub struct Defaulter;").count(), 1);
+    assert_eq!(module.matches("pub struct Validator;").count(), 1);
+    assert_eq!(
+        module
+            .matches("async fn validation_admits_the_sample")
+            .count(),
+        1
+    );
+    let default = ws.read("config/default/kustomization.yaml");
+    assert_eq!(default.matches("replacements:").count(), 1);
+    assert_eq!(
+        default
+            .matches("kind: MutatingWebhookConfiguration")
+            .count(),
+        2
+    );
+    assert_eq!(
+        default
+            .matches("kind: ValidatingWebhookConfiguration")
+            .count(),
+        2
+    );
+    assert!(
+        ws.read("PROJECT")
+            .contains("    defaulting: true\n    validation: true\n")
+    );
+    assert_eq!(
+        ws.read("config/webhook/manifests.yaml")
+            .matches("- admissionReviewVersions:")
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn force_writes_the_module_again_with_every_webhook_it_had() {
+    let ws = project();
+    webhook(&ws, &format!("{APPLICATION} --defaulting")).success();
+    webhook(&ws, &format!("{APPLICATION} --programmatic-validation")).success();
+    ws.write(MODULE, "// lost\n");
+    refuses(
+        &ws,
+        &format!("{APPLICATION} --defaulting"),
+        "a defaulting webhook for example.example.com/v1, Kind=Application already exists",
+        "pass --force to scaffold it again, overwriting operator/src/webhooks/example/v1/application.rs",
+    );
+    let before = ws.snapshot();
+    webhook(&ws, &format!("{APPLICATION} --defaulting --force")).success();
+    let module = ws.read(MODULE);
+    assert!(module.contains("pub struct Defaulter;") && module.contains("pub struct Validator;"));
+    // Nothing else changed: the shared files hold each line once.
+    let after = ws.snapshot();
+    let changed: Vec<_> = after
+        .iter()
+        .filter(|(path, bytes)| before.get(*path) != Some(bytes))
+        .map(|(path, _)| path.display().to_string())
+        .collect();
+    assert_eq!(changed, [MODULE]);
+}
+
+#[test]
+fn conversion_patches_the_crd_and_injects_its_ca() {
+    let ws = project();
+    webhook(
+        &ws,
+        "--group example --version v1 --kind Cache --conversion --spoke v2",
+    )
+    .success();
+    let module = ws.read("operator/src/webhooks/example/v1/cache.rs");
+    assert!(module.contains("    conversion.spoke(v2::to_hub, v2::from_hub);\n"));
+    assert!(module.contains("pub mod v2 {\n"));
+    assert!(module.contains("    webhooks.conversion(conversion());\n"));
+    assert!(ws.read("PROJECT").contains(
+        "  webhooks:\n    conversion: true\n    spoke:\n    - v2\n    webhookVersion: v1\n"
+    ));
+    let patch = ws.read("config/crd/patches/webhook_in_caches.yaml");
+    assert!(patch.contains("  name: caches.example.example.com\n"));
+    assert!(patch.contains("    strategy: Webhook\n"));
+    let crd = ws.read("config/crd/kustomization.yaml");
+    assert!(
+        crd.contains("patches:\n- path: patches/webhook_in_caches.yaml\n"),
+        "{crd}"
+    );
+    assert!(
+        crd.contains("configurations:\n- kustomizeconfig.yaml\n"),
+        "{crd}"
+    );
+    let default = ws.read("config/default/kustomization.yaml");
+    assert_eq!(
+        default
+            .matches(
+                "      kind: CustomResourceDefinition\n      name: caches.example.example.com\n"
+            )
+            .count(),
+        2
+    );
+    // Conversion alone has no admission webhook to configure.
+    assert!(
+        ws.read("config/webhook/manifests.yaml")
+            .starts_with("# rsbuilder generate writes the webhook configurations here")
+    );
+}
+
+#[test]
+fn bad_input_is_refused_and_changes_nothing() {
+    let ws = project();
+    webhook(&ws, &format!("{APPLICATION} --defaulting")).success();
+    let cases = [
+        (
+            APPLICATION.to_owned(),
+            "nothing to scaffold: create webhook needs at least one of --defaulting, --programmatic-validation and --conversion",
+            "for example `rsbuilder create webhook --group example --version v1 --kind Application --defaulting --programmatic-validation`",
+        ),
+        (
+            "--group example --version v1 --kind Captain --defaulting".to_owned(),
+            "no API example.example.com/v1, Kind=Captain in PROJECT",
+            "run `rsbuilder create api --group example --version v1 --kind Captain` first",
+        ),
+        (
+            format!("{APPLICATION} --defaulting"),
+            "a defaulting webhook for example.example.com/v1, Kind=Application already exists",
+            "pass --force to scaffold it again",
+        ),
+        (
+            format!("{APPLICATION} --programmatic-validation --defaulting-path /m"),
+            "--defaulting-path `/m` can only be used with --defaulting",
+            "add --defaulting, or drop --defaulting-path",
+        ),
+        (
+            format!("{APPLICATION} --programmatic-validation --validation-path validate"),
+            "invalid --validation-path `validate`: must be an absolute path of letters, digits, `-`, `_`, `.` and `/`, other than /convert",
+            "pass something like `--validation-path=/custom-mutate-application`",
+        ),
+        (
+            format!("{APPLICATION} --programmatic-validation --spoke v2"),
+            "--spoke v2 can only be used with --conversion",
+            "add --conversion, or drop --spoke",
+        ),
+        (
+            "--group example --version v1 --kind Cache --conversion".to_owned(),
+            "--conversion needs the versions to convert to and from the hub",
+            "pass --spoke with the kind's other versions, as in `--conversion --spoke v2` (the hub is --version v1)",
+        ),
+        (
+            format!("{APPLICATION} --conversion --spoke v2"),
+            "--conversion needs a second version of Application: it has only v1",
+            "add one with `rsbuilder create api --group example --version <v2> --kind Application`, then convert",
+        ),
+        (
+            "--group example --version v1 --kind Cache --conversion --spoke v3".to_owned(),
+            "invalid spoke version `v3`: the other versions of Cache are v2",
+            "pass --spoke with versions that `create api` made for this kind",
+        ),
+        (
+            "--group example --version v2 --kind Cache --conversion --spoke v1".to_owned(),
+            "the hub of a conversion must be the storage version of Cache, v1, not v2",
+            "pass --version v1 and list the other versions with --spoke",
+        ),
+        (
+            format!("{APPLICATION} --programmatic-validation --plural apps"),
+            "invalid plural `apps`: example.example.com/v1, Kind=Application is `applications` in PROJECT",
+            "drop --plural: the webhooks use the kind's resource name",
+        ),
+        (
+            "--group example --version v1 --kind Cache --defaulting --defaulting-path /mutate-example-example-com-v1-application".to_owned(),
+            "the webhook path `/mutate-example-example-com-v1-application` is taken by example.example.com/v1, Kind=Application",
+            "pass another --defaulting-path or --validation-path",
+        ),
+    ];
+    for (args, error, help) in cases {
+        refuses(&ws, &args, error, help);
+    }
+}
+
+#[test]
+fn a_dry_run_lists_the_changes_and_writes_nothing() {
+    let ws = project();
+    let before = ws.snapshot();
+    let assert = webhook(&ws, &format!("{APPLICATION} --defaulting --dry-run")).success();
+    let err = stderr(&assert);
+    assert!(
+        err.contains("operator/src/webhooks/example/v1/application.rs"),
+        "{err}"
+    );
+    assert_same_tree(&before, &ws.snapshot(), "a dry run");
+}
+
+#[test]
+fn custom_paths_are_recorded_and_kept_when_the_module_grows() {
+    let ws = project();
+    webhook(
+        &ws,
+        &format!(
+            "{APPLICATION} --programmatic-validation --validation-path /custom-validate-application"
+        ),
+    )
+    .success();
+    webhook(&ws, &format!("{APPLICATION} --defaulting")).success();
+    let project = ws.read("PROJECT");
+    assert!(
+        project.contains("    validationPath: /custom-validate-application\n"),
+        "{project}"
+    );
+    let manifests = ws.read("config/webhook/manifests.yaml");
+    assert!(manifests.contains("      path: /custom-validate-application\n"));
+    assert!(manifests.contains("      path: /mutate-example-example-com-v1-application\n"));
+}
+
+#[test]
+fn generate_names_a_malformed_webhook_marker_with_its_line() {
+    let ws = project();
+    webhook(&ws, &format!("{APPLICATION} --defaulting")).success();
+    let module = ws
+        .read(MODULE)
+        .replace("failurePolicy=fail", "failurePolicy=sometimes");
+    ws.write(MODULE, &module);
+    let line = module
+        .lines()
+        .position(|l| l.contains("failurePolicy=sometimes"))
+        .unwrap()
+        + 1;
+    let before = ws.snapshot();
+    let assert = ws.run(&["generate"]).code(1);
+    let err = stderr(&assert);
+    assert!(
+        err.contains(&format!(
+            "error: invalid webhook marker at operator/src/webhooks/example/v1/application.rs:{line}: `failurePolicy=sometimes` must be one of fail, ignore"
+        )),
+        "{err}"
+    );
+    assert_same_tree(&before, &ws.snapshot(), "a failed generate");
+}
