@@ -7,7 +7,10 @@
 #   shapes/Shape         an Option, a map, a nested struct, an enum and a Vec of structs;
 #   plain/Bare           the example `size` field removed;
 #   report/Report        a second status field.
-# The edits touch the types files and the samples only, then run `make manifests` (with the
+# Application then gets its webhooks, filled in as users describe them: defaulting sets
+# replicas to 1 when they are 0; validation denies fewer than one replica ("replicas must be
+# at least 1") and warns about an image without a tag; tests prove it through the HTTP layer.
+# The edits touch the types, the samples and the webhook module, then run `make manifests` (with the
 # rsbuilder that `make rsbuilder` installs from this checkout), `cargo clippy --all-targets
 # -D warnings`, `cargo test` and `make check-manifests`, all `--locked`.
 #
@@ -155,6 +158,111 @@ edit("api/src/report/v1/report.rs", CONDITIONS, CONDITIONS + '''
     pub phase: Option<String>,
 ''')
 PY
+
+step "create webhook for Application, and fill in its defaulting and validation"
+"$rsbuilder" create webhook --group example --version v1 --kind Application \
+  --defaulting --programmatic-validation 2>/dev/null
+python3 - <<'PY'
+import pathlib
+
+MODULE = "operator/src/webhooks/example/v1/application.rs"
+
+def edit(old, new):
+    file = pathlib.Path(MODULE)
+    text = file.read_text()
+    if old not in text:
+        raise SystemExit(f"journey: `{old}` not found in {MODULE}")
+    file.write_text(text.replace(old, new, 1))
+
+edit("""        // TODO(user): Set the fields users may leave out. The API server gets the difference
+        // as a JSON patch. Return `Err(webhook::Denied::new("..."))` to refuse the object.
+        Ok(())""", """        if object.spec.replicas == 0 {
+            object.spec.replicas = 1;
+        }
+        Ok(())""")
+edit("""        tracing::debug!(name = ?object.metadata.name, "validating a creation");
+        Ok(Vec::new())""", """        tracing::debug!(name = ?object.metadata.name, "validating a creation");
+        check(object)""")
+edit("""        tracing::debug!(name = ?new.metadata.name, "validating an update");
+        Ok(Vec::new())""", """        tracing::debug!(name = ?new.metadata.name, "validating an update");
+        check(new)""")
+edit("""// +rsbuilder:scaffold:webhooks
+""", """/// What the schema cannot express: its minimum keeps negative replicas out of the cluster,
+/// but this also guards the objects that reach the webhook some other way.
+fn check(object: &Object) -> webhook::Verdict {
+    if object.spec.replicas < 1 {
+        return Err(webhook::Denied::invalid("replicas must be at least 1"));
+    }
+    let mut warnings = Vec::new();
+    if !object.spec.image.contains(':') {
+        warnings.push(format!(
+            "image {} has no tag: the latest one is pulled",
+            object.spec.image
+        ));
+    }
+    Ok(warnings)
+}
+
+// +rsbuilder:scaffold:webhooks
+""")
+edit("""        let mut object = Object::new("sample", Spec::default());""", """        let spec = Spec {
+            replicas: 1,
+            image: "nginx:1.27".into(),
+            version: "1.0".into(),
+            ..Spec::default()
+        };
+        let mut object = Object::new("sample", spec);""")
+edit("""    // +rsbuilder:scaffold:tests
+""", """    #[tokio::test]
+    async fn zero_replicas_are_defaulted_to_one() {
+        let mut object = sample();
+        object.spec.replicas = 0;
+        let review = webhook::review::create(&object);
+        let answer = within(webhooks().review(DEFAULTING_PATH, &review))
+            .await
+            .unwrap();
+        assert!(answer.allowed, "denied: {}", answer.message);
+        assert_eq!(
+            serde_json::to_value(answer.patch.unwrap()).unwrap(),
+            serde_json::json!([{"op": "replace", "path": "/spec/replicas", "value": 1}])
+        );
+    }
+
+    #[tokio::test]
+    async fn fewer_than_one_replica_is_denied_on_create_and_update() {
+        let mut negative = sample();
+        negative.spec.replicas = -1;
+        for review in [
+            webhook::review::create(&negative),
+            webhook::review::update(&sample(), &negative),
+        ] {
+            let answer = within(webhooks().review(VALIDATION_PATH, &review))
+                .await
+                .unwrap();
+            assert!(!answer.allowed);
+            assert_eq!(answer.message, "replicas must be at least 1");
+            assert_eq!((answer.reason.as_str(), answer.code), ("Invalid", 422));
+        }
+    }
+
+    #[tokio::test]
+    async fn an_image_without_a_tag_is_admitted_with_a_warning() {
+        let mut untagged = sample();
+        untagged.spec.image = "nginx".into();
+        let review = webhook::review::create(&untagged);
+        let answer = within(webhooks().review(VALIDATION_PATH, &review))
+            .await
+            .unwrap();
+        assert!(answer.allowed, "denied: {}", answer.message);
+        assert_eq!(
+            answer.warnings,
+            ["image nginx has no tag: the latest one is pulled"]
+        );
+    }
+
+    // +rsbuilder:scaffold:tests
+""")
+PY
 # The journeys' own edits must be rustfmt-clean, as a user's editor would leave them.
 cargo fmt --all
 
@@ -179,4 +287,10 @@ if [[ -x "$validator" ]]; then
   step "validate-manifests (the samples against their CRDs)"
   "$validator" --quiet .
 fi
-echo "journeys: 4 passed, 0 failed"
+step "the webhook tests of the journey ran"
+count="$(cargo test --quiet --locked --lib -- --list 2>/dev/null | grep -c '^webhooks::example::v1::application::tests::.*: test$' || true)"
+if [[ "$count" != 7 ]]; then
+  echo "journey: 7 webhook tests of Application expected, $count found"
+  exit 1
+fi
+echo "journeys: 5 passed, 0 failed"
