@@ -68,6 +68,20 @@ for golden in testdata/*/; do
         echo "-- kubectl kustomize $dir"
         "$kubectl_bin" kustomize "$dir" >/dev/null
       done
+      if grep -q "^  webhooks:" PROJECT; then
+        echo "-- config/default serves the webhooks with cert-manager certificates"
+        built="$("$kubectl_bin" kustomize config/default)"
+        for kind in Service Certificate Issuer; do
+          grep -q "^kind: $kind\$" <<<"$built" || { echo "no $kind in config/default"; exit 1; }
+        done
+        for config in mutating validating; do
+          grep -qi "^kind: ${config}WebhookConfiguration\$" config/webhook/manifests.yaml || continue
+          # The annotation sits right above the name of the configuration.
+          grep -B1 "^  name: .*-${config}-webhook-configuration\$" <<<"$built" \
+            | grep -q "cert-manager.io/inject-ca-from: .*-system/.*serving-cert\$" \
+            || { echo "the $config webhook configuration has no CA injection"; exit 1; }
+        done
+      fi
     fi
   ' golden "$copy" "$rsbuilder" "$kubectl_bin"; then
     passed=$((passed + 1))

@@ -34,6 +34,9 @@ const SCENARIOS: &[Scenario] = &[
             "create api --group fleet --version v1 --kind Person --plural persons --controller=false",
             // A long kind in a dotted group, where rustfmt would rewrap lines that grow with names.
             "create api --group security.platform --version v1alpha1 --kind CertificateRequestPolicy",
+            // Webhooks for a kind with two versions: admission, then conversion.
+            "create webhook --group appotp --version v1 --kind AppOTP --defaulting --programmatic-validation",
+            "create webhook --group appotp --version v1 --kind AppOTP --conversion --spoke v2",
             // Scaffolding a kind again rewrites its own files and duplicates no insertion.
             "create api --group appotp --version v1 --kind AppOTP --force",
         ],

@@ -7,6 +7,7 @@ use clap::Parser;
 use rsbuilder_runtime::{Manager, ManagerArgs, Registration, telemetry};
 
 use otp_operator::controllers;
+use otp_operator::webhooks;
 // +rsbuilder:scaffold:imports
 
 /// The name of the Lease that replicas compete for when `--leader-elect` is on.
@@ -37,6 +38,7 @@ async fn main() -> anyhow::Result<()> {
     Manager::new(args.manager)
         .await?
         .leader_election_id(LEADER_ELECTION_ID)
+        .webhooks(webhooks::all())
         // +rsbuilder:scaffold:manager
         .run(controllers)
         .await

@@ -1,0 +1,18 @@
+//! The webhooks of otp-operator, one module per API group and version.
+//!
+//! `main.rs` hands them to the manager of `rsbuilder-runtime`, which serves them over HTTPS on
+//! `--webhook-port` on every replica. `rsbuilder generate` (`make manifests`) writes
+//! `config/webhook/manifests.yaml` from their `+rsbuilder:webhook` markers.
+
+use rsbuilder_runtime::Webhooks;
+
+pub mod appotp;
+// +rsbuilder:scaffold:modules
+
+/// Every webhook of the operator.
+pub fn all() -> Webhooks {
+    let mut webhooks = Webhooks::new();
+    appotp::v1::app_otp::register(&mut webhooks);
+    // +rsbuilder:scaffold:webhooks
+    webhooks
+}
