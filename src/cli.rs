@@ -188,6 +188,27 @@ pub struct CreateApiArgs {
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub controller: Option<bool>,
 
+    /// Run this image: the kind's spec describes a Deployment (size, image, resources, env,
+    /// ports) that its controller creates and keeps in line (kubebuilder's deploy-image plugin)
+    #[arg(long)]
+    pub image: Option<String>,
+
+    /// The port the image listens on, the default of the spec's `ports` (with --image)
+    #[arg(long)]
+    pub image_container_port: Option<String>,
+
+    /// The command of the image's container, comma-separated: "memcached,-m,64" (with --image)
+    #[arg(long, allow_hyphen_values = true)]
+    pub image_container_command: Option<String>,
+
+    /// The user ID the image's container runs as (with --image)
+    #[arg(long, allow_hyphen_values = true)]
+    pub run_as_user: Option<String>,
+
+    /// Plugins, as kubebuilder names them: `deploy-image/v1-alpha` goes with --image
+    #[arg(long, value_delimiter = ',')]
+    pub plugins: Vec<String>,
+
     /// Scaffold the kind again even if it exists, overwriting its own files
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
     pub force: bool,

@@ -12,6 +12,8 @@ use crate::ui::UserError;
 
 /// The layout key rsbuilder writes under `layout:`.
 pub const LAYOUT: &str = "rsbuilder.io/v1";
+/// The plugin key under which kubebuilder records `create api --image`.
+pub const DEPLOY_IMAGE: &str = "deploy-image.go.kubebuilder.io/v1-alpha";
 /// The file name, at the project root.
 pub const FILE: &str = "PROJECT";
 
@@ -36,6 +38,44 @@ pub struct Project {
     pub runtime: Option<RuntimeRecord>,
     /// The APIs, in the order they were created.
     pub resources: Vec<Resource>,
+    /// The kinds `create api --image` scaffolded, with their options.
+    pub deploy_images: Vec<DeployImage>,
+}
+
+/// A kind that runs an image (`create api --image`), as kubebuilder's deploy-image plugin
+/// records it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeployImage {
+    /// The domain of the group.
+    #[serde(default)]
+    pub domain: String,
+    /// The group, without the domain.
+    #[serde(default)]
+    pub group: String,
+    /// The kind.
+    pub kind: String,
+    /// The flags it was scaffolded with.
+    pub options: DeployImageOptions,
+    /// The version.
+    pub version: String,
+}
+
+/// The flags of `create api --image`, as strings, as kubebuilder records them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeployImageOptions {
+    /// `--image-container-command`.
+    #[serde(default)]
+    pub container_command: Option<String>,
+    /// `--image-container-port`.
+    #[serde(default)]
+    pub container_port: Option<String>,
+    /// `--image`.
+    pub image: String,
+    /// `--run-as-user`.
+    #[serde(default)]
+    pub run_as_user: Option<String>,
 }
 
 /// The version of the runtime crate a project has, and the checksum of its files.
@@ -57,7 +97,12 @@ pub struct Resource {
     /// Whether the kind has a controller.
     #[serde(default)]
     pub controller: bool,
-    /// The domain of the group.
+    /// Whether the kind is one of Kubernetes' own (`apps/v1 Deployment`): a controller without
+    /// types.
+    #[serde(default)]
+    pub core: bool,
+    /// The domain of the group; empty for Kubernetes' own groups that have none (`apps`).
+    #[serde(default)]
     pub domain: String,
     /// The group, without the domain; empty for the domain's own group.
     #[serde(default)]
@@ -117,6 +162,16 @@ pub struct ResourceApi {
 }
 
 impl Resource {
+    /// The group with its domain when it has one: `networking.k8s.io` for Kubernetes' own
+    /// `networking`, `appotp.learn.com` for a project's `appotp`.
+    pub fn group_with_domain(&self) -> String {
+        match (self.group.is_empty(), self.domain.is_empty()) {
+            (_, true) => self.group.clone(),
+            (true, false) => self.domain.clone(),
+            (false, false) => format!("{}.{}", self.group, self.domain),
+        }
+    }
+
     /// Whether this is `group`/`version`/`kind`.
     pub fn is(&self, group: &str, version: &str, kind: &str) -> bool {
         self.group == group && self.version == version && self.kind == kind
@@ -154,6 +209,8 @@ struct StoredPlugin {
     runtime_checksum: Option<String>,
     #[serde(default)]
     runtime_version: Option<String>,
+    #[serde(default)]
+    resources: Vec<DeployImage>,
 }
 
 /// The directory holding PROJECT: `start` or the nearest of its parents.
@@ -218,6 +275,11 @@ fn parse(text: &str) -> anyhow::Result<Project> {
                 checksum: p.runtime_checksum.clone()?,
             })
         }),
+        deploy_images: stored
+            .plugins
+            .get(DEPLOY_IMAGE)
+            .map(|p| p.resources.clone())
+            .unwrap_or_default(),
         resources: stored.resources,
     })
 }
@@ -236,9 +298,41 @@ impl Project {
         if self.namespaced {
             out.push_str("namespaced: true\n");
         }
+        out.push_str("plugins:\n");
+        if !self.deploy_images.is_empty() {
+            let _ = writeln!(out, "  {DEPLOY_IMAGE}:\n    resources:");
+            for image in &self.deploy_images {
+                if !image.domain.is_empty() {
+                    let _ = writeln!(out, "    - domain: {}", scalar(&image.domain));
+                }
+                let mut first = image.domain.is_empty();
+                let mut key = |out: &mut String, text: String| {
+                    out.push_str(if first { "    - " } else { "      " });
+                    out.push_str(&text);
+                    first = false;
+                };
+                if !image.group.is_empty() {
+                    key(&mut out, format!("group: {}\n", scalar(&image.group)));
+                }
+                key(&mut out, format!("kind: {}\n", scalar(&image.kind)));
+                key(&mut out, "options:\n".to_owned());
+                let options = &image.options;
+                for (name, value) in [
+                    ("containerCommand", options.container_command.as_ref()),
+                    ("containerPort", options.container_port.as_ref()),
+                    ("image", Some(&options.image)),
+                    ("runAsUser", options.run_as_user.as_ref()),
+                ] {
+                    if let Some(value) = value {
+                        let _ = writeln!(out, "        {name}: {}", quoted(value));
+                    }
+                }
+                let _ = writeln!(out, "      version: {}", scalar(&image.version));
+            }
+        }
         let _ = writeln!(
             out,
-            "plugins:\n  {LAYOUT}:\n    k8sOpenapiVersion: {}\n    kubeVersion: {}",
+            "  {LAYOUT}:\n    k8sOpenapiVersion: {}\n    kubeVersion: {}",
             scalar(&self.k8s_openapi_version),
             scalar(&self.kube_version)
         );
@@ -274,7 +368,12 @@ impl Project {
             if resource.controller {
                 key(&mut out, "controller: true\n");
             }
-            key(&mut out, &format!("domain: {}\n", scalar(&resource.domain)));
+            if resource.core {
+                key(&mut out, "core: true\n");
+            }
+            if !resource.domain.is_empty() {
+                key(&mut out, &format!("domain: {}\n", scalar(&resource.domain)));
+            }
             if !resource.group.is_empty() {
                 key(&mut out, &format!("group: {}\n", scalar(&resource.group)));
             }
@@ -321,6 +420,17 @@ impl Project {
     }
 }
 
+/// A YAML scalar, always double-quoted: kubebuilder quotes the deploy-image options, which
+/// hold ports, user IDs and commands that would otherwise read as numbers or lists.
+fn quoted(value: &str) -> String {
+    let plain = scalar(value);
+    if plain.starts_with('"') {
+        plain
+    } else {
+        format!("\"{plain}\"")
+    }
+}
+
 /// A YAML scalar: plain when that reads back as the same string, double-quoted otherwise.
 fn scalar(value: &str) -> String {
     let plain = !value.is_empty()
@@ -364,6 +474,7 @@ mod tests {
             k8s_openapi_version: "0.29.0".into(),
             runtime: None,
             resources: Vec::new(),
+            deploy_images: Vec::new(),
         }
     }
 
@@ -377,6 +488,7 @@ mod tests {
                     namespaced: true,
                 }),
                 controller: true,
+                core: false,
                 domain: "learn.com".into(),
                 group: "appotp".into(),
                 kind: "AppOTP".into(),
@@ -398,6 +510,7 @@ mod tests {
                     namespaced: false,
                 }),
                 controller: false,
+                core: false,
                 domain: "learn.com".into(),
                 group: "fleet".into(),
                 kind: "Person".into(),
@@ -410,6 +523,61 @@ mod tests {
         assert!(
             yaml.contains(
                 "resources:\n- api:\n    crdVersion: v1\n    namespaced: true\n  controller: true\n  domain: learn.com\n  group: appotp\n  kind: AppOTP\n  version: v1\n  webhooks:\n    conversion: true\n    defaulting: true\n    spoke:\n    - v2\n    validation: true\n    validationPath: /custom-validate-appotp\n    webhookVersion: v1\n- api:\n    crdVersion: v1\n  domain: learn.com\n  group: fleet\n  kind: Person\n  plural: persons\n  version: v1beta1\nversion: \"3\"\n"
+            ),
+            "{yaml}"
+        );
+        assert_eq!(parse(&yaml).unwrap(), project);
+    }
+
+    #[test]
+    fn kubernetes_kinds_and_images_are_recorded_as_kubebuilder_records_them() {
+        let mut project = project();
+        project.resources = vec![
+            Resource {
+                api: None,
+                controller: true,
+                core: true,
+                domain: String::new(),
+                group: "apps".into(),
+                kind: "Deployment".into(),
+                plural: None,
+                version: "v1".into(),
+                webhooks: None,
+            },
+            Resource {
+                api: None,
+                controller: true,
+                core: true,
+                domain: "k8s.io".into(),
+                group: "networking".into(),
+                kind: "Ingress".into(),
+                plural: None,
+                version: "v1".into(),
+                webhooks: None,
+            },
+        ];
+        project.deploy_images = vec![DeployImage {
+            domain: "learn.com".into(),
+            group: "example.com".into(),
+            kind: "Memcached".into(),
+            options: DeployImageOptions {
+                container_command: Some("memcached,--memory-limit=64,-o,modern,-v".into()),
+                container_port: Some("11211".into()),
+                image: "memcached:1.6.26-alpine3.19".into(),
+                run_as_user: Some("1001".into()),
+            },
+            version: "v1alpha1".into(),
+        }];
+        let yaml = project.to_yaml();
+        assert!(
+            yaml.contains(
+                "plugins:\n  deploy-image.go.kubebuilder.io/v1-alpha:\n    resources:\n    - domain: learn.com\n      group: example.com\n      kind: Memcached\n      options:\n        containerCommand: \"memcached,--memory-limit=64,-o,modern,-v\"\n        containerPort: \"11211\"\n        image: \"memcached:1.6.26-alpine3.19\"\n        runAsUser: \"1001\"\n      version: v1alpha1\n  rsbuilder.io/v1:\n"
+            ),
+            "{yaml}"
+        );
+        assert!(
+            yaml.contains(
+                "resources:\n- controller: true\n  core: true\n  group: apps\n  kind: Deployment\n  version: v1\n- controller: true\n  core: true\n  domain: k8s.io\n  group: networking\n"
             ),
             "{yaml}"
         );

@@ -10,8 +10,9 @@ use serde::Serialize;
 
 use crate::apply::{self, Options};
 use crate::cli::CreateApiArgs;
+use crate::names::builtin::Builtin;
 use crate::names::{self, ResourceNames};
-use crate::project::{self, Project, Resource, ResourceApi};
+use crate::project::{self, DeployImage, DeployImageOptions, Project, Resource, ResourceApi};
 use crate::rbac;
 use crate::scaffold::{self, Plan, PlannedFile, Policy};
 use crate::ui::{self, UserError};
@@ -40,6 +41,42 @@ struct Context {
     plural_yaml: String,
     singular_yaml: String,
     short_name_yaml: Option<String>,
+    /// `--image`, for a kind that runs it.
+    image: Option<String>,
+    image_yaml: Option<String>,
+    /// Descriptions of the CRD of a kind that runs an image, as crdgen quotes them.
+    spec_description_yaml: Option<String>,
+    image_description_yaml: Option<String>,
+    ports_description_yaml: Option<String>,
+    container_port: Option<u16>,
+    container_command: Vec<String>,
+    run_as_user: Option<i64>,
+    /// For a controller of one of Kubernetes' own kinds: its module under
+    /// `k8s_openapi::api` and its group as RBAC markers write it.
+    builtin_module: Option<String>,
+    builtin_group: Option<String>,
+}
+
+/// What kind of API `create api` scaffolds.
+#[derive(Debug, Clone)]
+enum Mode {
+    /// Types, and a controller stub to fill in.
+    Standard,
+    /// Types that describe a Deployment of an image, and the controller that runs it.
+    Image(ImageOptions),
+    /// A controller for a kind of Kubernetes itself, which has no types to scaffold.
+    Builtin(&'static Builtin),
+}
+
+/// The flags of `--image`, checked.
+#[derive(Debug, Clone)]
+struct ImageOptions {
+    image: String,
+    port: Option<u16>,
+    command: Vec<String>,
+    run_as_user: Option<i64>,
+    /// The flags as given, for PROJECT.
+    recorded: DeployImageOptions,
 }
 
 /// What to scaffold, once flags, prompts and PROJECT agree.
@@ -53,6 +90,7 @@ struct Request {
     versions: Vec<String>,
     /// Whether this version is new to a kind that has others.
     joins_kind: bool,
+    mode: Mode,
 }
 
 impl Request {
@@ -118,6 +156,27 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
     names::validate_kind(&args.kind)?;
     if let Some(plural) = &args.plural {
         names::validate_plural(plural)?;
+    }
+    let image = resolve_image(args)?;
+    if image.is_none()
+        && let Some(request) = resolve_builtin(args, project)?
+    {
+        return Ok(request);
+    }
+    if image.is_some() {
+        for (value, flag) in [
+            (args.resource, "--resource"),
+            (args.controller, "--controller"),
+            (args.namespaced, "--namespaced"),
+        ] {
+            if value == Some(false) {
+                return Err(UserError::new(format!(
+                    "--image scaffolds a namespaced kind and its controller: it cannot go with {flag}=false"
+                ))
+                .help(format!("drop {flag}=false, or drop --image"))
+                .into());
+            }
+        }
     }
 
     let same_kind: Vec<&Resource> = project
@@ -213,10 +272,24 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
+    for other in project.resources.iter().filter(|r| r.core) {
+        let module = names::builtin(&other.group_with_domain(), &other.version, &other.kind)
+            .ok()
+            .flatten()
+            .map(names::builtin_names);
+        if module.is_some_and(|theirs| theirs.group_dir == names.group_dir) {
+            return Err(UserError::new(format!(
+                "group `{}` would share the module `{}` with the controller of Kubernetes' {}, Kind={}",
+                names.qualified_group, names.group_dir, other.group, other.kind
+            ))
+            .help("pick another group name")
+            .into());
+        }
+    }
     for other in project
         .resources
         .iter()
-        .filter(|r| !(r.group == args.group && r.kind == args.kind))
+        .filter(|r| !(r.core || (r.group == args.group && r.kind == args.kind)))
     {
         let other_names = ResourceNames::new(
             &other.group,
@@ -254,12 +327,17 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         .find(|candidate| !taken.contains(candidate));
 
     let kind_has_controller = same_kind.iter().any(|r| r.controller);
-    let resource = ask(args.resource, "Create Resource", true)?;
-    let controller = ask(
-        args.controller,
-        "Create Controller",
-        !kind_has_controller || args.force,
-    )?;
+    let (resource, controller) = if image.is_some() {
+        (true, true)
+    } else {
+        let resource = ask(args.resource, "Create Resource", true)?;
+        let controller = ask(
+            args.controller,
+            "Create Controller",
+            !kind_has_controller || args.force,
+        )?;
+        (resource, controller)
+    };
 
     if !resource && !controller {
         return Err(UserError::new(
@@ -312,7 +390,224 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         namespaced,
         versions,
         joins_kind,
+        mode: image.map_or(Mode::Standard, Mode::Image),
     })
+}
+
+/// The plugins kubebuilder scripts pass to `create api`, and what rsbuilder makes of them.
+const DEPLOY_IMAGE_PLUGINS: &[&str] = &[
+    "deploy-image/v1-alpha",
+    "deploy-image.go.kubebuilder.io/v1-alpha",
+];
+
+/// Checks `--image` and the flags that go with it.
+fn resolve_image(args: &CreateApiArgs) -> anyhow::Result<Option<ImageOptions>> {
+    for plugin in &args.plugins {
+        if !DEPLOY_IMAGE_PLUGINS.contains(&plugin.as_str()) {
+            return Err(
+                UserError::new(format!("unknown plugin `{plugin}` for create api"))
+                    .help("rsbuilder knows `--plugins deploy-image/v1-alpha`, with --image")
+                    .into(),
+            );
+        }
+    }
+    let Some(image) = &args.image else {
+        for (given, flag) in [
+            (
+                args.image_container_port.is_some(),
+                "--image-container-port",
+            ),
+            (
+                args.image_container_command.is_some(),
+                "--image-container-command",
+            ),
+            (args.run_as_user.is_some(), "--run-as-user"),
+            (!args.plugins.is_empty(), "--plugins deploy-image/v1-alpha"),
+        ] {
+            if given {
+                return Err(
+                    UserError::new(format!("{flag} can only be used with --image"))
+                        .help(format!("add --image <image>, or drop {flag}"))
+                        .into(),
+                );
+            }
+        }
+        return Ok(None);
+    };
+    if image.is_empty() || image.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(UserError::new(format!(
+            "invalid image `{image}`: an image reference is not empty and has no spaces"
+        ))
+        .help("pass something like `--image memcached:1.6.26-alpine3.19`")
+        .into());
+    }
+    let port = match &args.image_container_port {
+        None => None,
+        Some(text) => match text.parse::<u16>() {
+            Ok(port) if port > 0 => Some(port),
+            _ => {
+                return Err(UserError::new(format!(
+                    "invalid --image-container-port `{text}`: a port is a number from 1 to 65535"
+                ))
+                .help("pass the port the image listens on, such as `--image-container-port 11211`")
+                .into());
+            }
+        },
+    };
+    let run_as_user = match &args.run_as_user {
+        None => None,
+        Some(text) => match text.parse::<i64>() {
+            Ok(uid) if (1..=i64::from(i32::MAX)).contains(&uid) => Some(uid),
+            _ => {
+                return Err(UserError::new(format!(
+                    "invalid --run-as-user `{text}`: a user ID is a number from 1 to 2147483647 (the pod runs as non-root)"
+                ))
+                .help("pass the image's non-root user, such as `--run-as-user 1001`")
+                .into());
+            }
+        },
+    };
+    let command: Vec<String> = match &args.image_container_command {
+        None => Vec::new(),
+        Some(text) => {
+            let parts: Vec<String> = text.split(',').map(str::to_owned).collect();
+            if parts.iter().any(|part| part.trim().is_empty()) {
+                return Err(UserError::new(format!(
+                    "invalid --image-container-command `{text}`: it has an empty argument"
+                ))
+                .help(
+                    "separate the command and its arguments with single commas: `memcached,-m,64`",
+                )
+                .into());
+            }
+            parts
+        }
+    };
+    Ok(Some(ImageOptions {
+        image: image.clone(),
+        port,
+        command,
+        run_as_user,
+        recorded: DeployImageOptions {
+            container_command: args.image_container_command.clone(),
+            container_port: args.image_container_port.clone(),
+            image: image.clone(),
+            run_as_user: args.run_as_user.clone(),
+        },
+    }))
+}
+
+/// A controller for one of Kubernetes' own kinds: `--resource=false` with a group of
+/// Kubernetes (`apps`, `core`, `networking`) and no such API in PROJECT.
+fn resolve_builtin(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Option<Request>> {
+    let in_project = project
+        .resources
+        .iter()
+        .any(|r| r.is(&args.group, &args.version, &args.kind) && r.api.is_some());
+    if args.resource != Some(false) || in_project {
+        return Ok(None);
+    }
+    let Some(kind) = names::builtin(&args.group, &args.version, &args.kind)? else {
+        return Ok(None);
+    };
+    let names = names::builtin_names(kind);
+    let shown = if kind.group.is_empty() {
+        "core"
+    } else {
+        kind.group
+    };
+    let gvk = format!("{shown}/{}, Kind={}", kind.version, kind.kind);
+    if args.controller == Some(false) {
+        return Err(UserError::new(
+            "nothing to scaffold: both --resource and --controller are false",
+        )
+        .help(format!(
+            "pass --controller to scaffold a controller for {gvk}"
+        ))
+        .into());
+    }
+    if let Some(plural) = &args.plural
+        && plural != kind.plural
+    {
+        return Err(UserError::new(format!(
+            "invalid plural `{plural}`: Kubernetes calls {gvk} `{}`",
+            kind.plural
+        ))
+        .help("drop --plural")
+        .into());
+    }
+    if args
+        .namespaced
+        .is_some_and(|given| given != kind.namespaced)
+    {
+        return Err(UserError::new(format!(
+            "{gvk} is {}",
+            if kind.namespaced {
+                "namespaced"
+            } else {
+                "cluster-scoped"
+            }
+        ))
+        .help("drop --namespaced: Kubernetes decides the scope of its own kinds")
+        .into());
+    }
+    if project.namespaced && !kind.namespaced {
+        return Err(UserError::new(format!(
+            "{gvk} is cluster-scoped, but the project is namespaced: its manager's Role cannot grant cluster-scoped resources"
+        ))
+        .help("pick a namespaced kind, or scaffold a cluster-wide project")
+        .into());
+    }
+    let (group, _) = builtin_group(kind);
+    let existing = project
+        .resources
+        .iter()
+        .find(|r| r.core && r.group == group && r.version == kind.version && r.kind == kind.kind);
+    if existing.is_some_and(|r| r.controller) && !args.force {
+        return Err(
+            UserError::new(format!("a controller for {gvk} already exists"))
+                .help("pass --force to scaffold it again")
+                .into(),
+        );
+    }
+    for other in project.resources.iter().filter(|r| !r.core) {
+        let other_names = ResourceNames::new(
+            &other.group,
+            &other.version,
+            &other.kind,
+            other.plural.as_deref(),
+            &other.domain,
+        );
+        if other_names.group_dir == names.group_dir {
+            return Err(UserError::new(format!(
+                "the controllers of {gvk} would share the module `{}` with group `{}`",
+                names.group_dir, other_names.qualified_group
+            ))
+            .help("rename one of the groups; Kubernetes' own are named after their k8s-openapi module")
+            .into());
+        }
+    }
+    Ok(Some(Request {
+        names,
+        resource: false,
+        controller: true,
+        namespaced: kind.namespaced,
+        versions: Vec::new(),
+        joins_kind: false,
+        mode: Mode::Builtin(kind),
+    }))
+}
+
+/// The group and domain kubebuilder records for one of Kubernetes' own kinds: `core` for the
+/// core group, `networking` and `k8s.io` for `networking.k8s.io`.
+fn builtin_group(kind: &Builtin) -> (String, String) {
+    if kind.group.is_empty() {
+        ("core".into(), String::new())
+    } else if let Some(group) = kind.group.strip_suffix(".k8s.io") {
+        (group.into(), "k8s.io".into())
+    } else {
+        (kind.group.into(), String::new())
+    }
 }
 
 /// A yes/no flag: its value when given; else the answer to `question` on a terminal; else
@@ -397,6 +692,54 @@ fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Pla
         short_name_yaml: names.short_name.as_deref().map(yaml_scalar),
         crd_file: crd_file.clone(),
         sample_file: sample_file.clone(),
+        image: None,
+        image_yaml: None,
+        spec_description_yaml: None,
+        image_description_yaml: None,
+        ports_description_yaml: None,
+        container_port: None,
+        container_command: Vec::new(),
+        run_as_user: None,
+        builtin_module: None,
+        builtin_group: None,
+    };
+    let mut context = context;
+    match &request.mode {
+        Mode::Standard => {}
+        Mode::Image(options) => {
+            context.image = Some(options.image.clone());
+            context.image_yaml = Some(yaml_scalar(&options.image));
+            context.spec_description_yaml = Some(yaml_scalar(&format!(
+                "{kind}Spec defines the desired state of {kind}: what its Deployment runs.",
+                kind = names.kind
+            )));
+            context.image_description_yaml = Some(yaml_scalar(&format!(
+                "The container image; `{}` when unset.",
+                options.image
+            )));
+            context.ports_description_yaml = Some(yaml_scalar(&match options.port {
+                Some(port) => {
+                    format!("The ports the container listens on; port {port} when unset.")
+                }
+                None => "The ports the container listens on.".to_owned(),
+            }));
+            context.container_port = options.port;
+            context.container_command.clone_from(&options.command);
+            context.run_as_user = options.run_as_user;
+        }
+        Mode::Builtin(kind) => {
+            context.builtin_module = Some(kind.module.to_owned());
+            context.builtin_group = Some(if kind.group.is_empty() {
+                "core".to_owned()
+            } else {
+                kind.group.to_owned()
+            });
+        }
+    }
+    let (api_overlay, controller_overlay) = match request.mode {
+        Mode::Standard => (None, None),
+        Mode::Image(_) => (Some("api-image"), Some("controller-image")),
+        Mode::Builtin(_) => (None, Some("controller-builtin")),
     };
     let crd_stem = crd_file.trim_end_matches(".yaml").to_owned();
     let sample_stem = sample_file.trim_end_matches(".yaml").to_owned();
@@ -425,6 +768,12 @@ fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Pla
         let existing_crd = disk.crd_to_join.as_ref();
         let crd_context = context_with_versions(&context, request, existing_crd.is_some())?;
         let mut files = scaffold::render_set("api", &crd_context, &paths, shared)?;
+        if let Some(set) = api_overlay {
+            overlay(
+                &mut files,
+                scaffold::render_set(set, &crd_context, &paths, shared)?,
+            );
+        }
         // A new version of a kind whose CRD exists joins that CRD, which may hold schema
         // changes `generate` made: only its own version block is added.
         if let Some(existing) = existing_crd {
@@ -445,12 +794,14 @@ fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Pla
     }
     if request.controller {
         let controller_context = tera::Context::from_serialize(&context)?;
-        plan.files.extend(scaffold::render_set(
-            "controller",
-            &controller_context,
-            &paths,
-            shared,
-        )?);
+        let mut files = scaffold::render_set("controller", &controller_context, &paths, shared)?;
+        if let Some(set) = controller_overlay {
+            overlay(
+                &mut files,
+                scaffold::render_set(set, &controller_context, &paths, shared)?,
+            );
+        }
+        plan.files.extend(files);
         plan.insertions.extend(scaffold::render_insertions(
             "controller",
             &controller_context,
@@ -460,6 +811,16 @@ fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Pla
             .push(role(project, &disk.operator_sources, &plan.files)?);
     }
     Ok(plan)
+}
+
+/// Replaces the files of `files` that `with` renders too.
+fn overlay(files: &mut Vec<PlannedFile>, with: Vec<PlannedFile>) {
+    for file in with {
+        match files.iter_mut().find(|f| f.path == file.path) {
+            Some(existing) => *existing = file,
+            None => files.push(file),
+        }
+    }
 }
 
 /// The template context, with the versions the kind's CRD lists: all of them, or only the new
@@ -507,6 +868,46 @@ fn role(
 /// Adds the resource to PROJECT and PROJECT to the plan, to be written last.
 fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Plan {
     let names = &request.names;
+    if let Mode::Builtin(kind) = request.mode {
+        let (group, domain) = builtin_group(kind);
+        match project.resources.iter_mut().find(|r| {
+            r.core && r.group == group && r.version == kind.version && r.kind == kind.kind
+        }) {
+            Some(existing) => existing.controller = true,
+            None => project.resources.push(Resource {
+                api: None,
+                controller: true,
+                core: true,
+                domain,
+                group,
+                kind: kind.kind.to_owned(),
+                plural: None,
+                version: kind.version.to_owned(),
+                webhooks: None,
+            }),
+        }
+        plan.files.push(PlannedFile {
+            path: project::FILE.into(),
+            contents: project.to_yaml(),
+            policy: Policy::Regenerated,
+        });
+        return plan;
+    }
+    if let Mode::Image(options) = &request.mode {
+        let record = DeployImage {
+            domain: project.domain.clone(),
+            group: names.group.clone(),
+            kind: names.kind.clone(),
+            options: options.recorded.clone(),
+            version: names.version.clone(),
+        };
+        match project.deploy_images.iter_mut().find(|d| {
+            d.group == record.group && d.version == record.version && d.kind == record.kind
+        }) {
+            Some(existing) => *existing = record,
+            None => project.deploy_images.push(record),
+        }
+    }
     let plural = names.plural_overridden.then(|| names.plural.clone());
     let index = project
         .resources
@@ -518,6 +919,7 @@ fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Pla
             project.resources.push(Resource {
                 api: None,
                 controller: false,
+                core: false,
                 domain: project.domain.clone(),
                 group: names.group.clone(),
                 kind: names.kind.clone(),

@@ -126,6 +126,7 @@ fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
         k8s_openapi_version: versions::K8S_OPENAPI.to_owned(),
         runtime: Some(runtime::project_record()),
         resources: Vec::new(),
+        deploy_images: Vec::new(),
     };
     Ok((context, project))
 }

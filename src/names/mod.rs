@@ -2,6 +2,7 @@
 //!
 //! Templates never compute names: they receive what this module derives.
 
+pub mod builtin;
 pub mod plural;
 
 use heck::ToSnakeCase;
@@ -72,7 +73,11 @@ const CONTROLLER_SCOPE: &[&str] = &[
     "Api",
     "ApiServer",
     "Arc",
+    "BTreeMap",
     "Backoff",
+    "COMMAND",
+    "CONTAINER",
+    "DEFAULT_IMAGE",
     "Body",
     "Client",
     "Context",
@@ -93,9 +98,11 @@ const CONTROLLER_SCOPE: &[&str] = &[
     "NAME",
     "Object",
     "ObjectRef",
+    "Observed",
     "Patch",
     "PatchParams",
     "PoisonError",
+    "RUN_AS_USER",
     "Recorder",
     "Registration",
     "Reporter",
@@ -452,6 +459,80 @@ pub fn qualified_group(group: &str, domain: &str) -> String {
     }
 }
 
+/// The kind of Kubernetes itself that `--group`, `--version` and `--kind` name, as
+/// kubebuilder reads them for a controller without types: `--group core` is the core group,
+/// `--group apps` is `apps`, and `--group networking` (or `networking.k8s.io`) is
+/// `networking.k8s.io`. `Ok(None)` when the group is none of Kubernetes' own; an error naming
+/// what Kubernetes has when the group is, but the version or the kind is not.
+pub fn builtin(
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Result<Option<&'static builtin::Builtin>, UserError> {
+    let candidates: Vec<String> = if group == "core" {
+        vec![String::new()]
+    } else if group.is_empty() {
+        Vec::new()
+    } else {
+        vec![
+            group.to_owned(),
+            format!("{group}.k8s.io"),
+            format!("{group}.apiserver.k8s.io"),
+        ]
+    };
+    let Some(api_group) = candidates.iter().find(|candidate| {
+        builtin::BUILTINS
+            .iter()
+            .any(|b| b.group == candidate.as_str())
+    }) else {
+        return Ok(None);
+    };
+    let in_group: Vec<&builtin::Builtin> = builtin::BUILTINS
+        .iter()
+        .filter(|b| b.group == api_group.as_str())
+        .collect();
+    let shown = if api_group.is_empty() {
+        "core"
+    } else {
+        api_group
+    };
+    if let Some(found) = in_group
+        .iter()
+        .find(|b| b.version == version && b.kind == kind)
+    {
+        return Ok(Some(found));
+    }
+    let mut versions: Vec<&str> = in_group.iter().map(|b| b.version).collect();
+    versions.dedup();
+    if !versions.contains(&version) {
+        return Err(UserError::new(format!(
+            "Kubernetes has no version `{version}` of the `{shown}` group"
+        ))
+        .help(format!("its versions are {}", versions.join(", "))));
+    }
+    let kinds: Vec<&str> = in_group
+        .iter()
+        .filter(|b| b.version == version)
+        .map(|b| b.kind)
+        .collect();
+    Err(UserError::new(format!(
+        "Kubernetes has no kind `{kind}` in {shown}/{version}"
+    ))
+    .help(format!("its kinds there are {}", kinds.join(", "))))
+}
+
+/// The names of a controller for one of Kubernetes' own kinds: its module is named after the
+/// group's k8s-openapi module (`apps`, `core`, `networking`), and `qualified_group` is the real
+/// API group (empty for the core group).
+pub fn builtin_names(kind: &builtin::Builtin) -> ResourceNames {
+    let label = kind.module.split("::").next().unwrap_or(kind.module);
+    let mut names = ResourceNames::new(label, kind.version, kind.kind, Some(kind.plural), "k8s.io");
+    names.qualified_group = kind.group.to_owned();
+    names.crd_name = String::new();
+    names.short_name = None;
+    names
+}
+
 /// Every name derived from one group, version and kind. Templates receive these and compute
 /// none of their own.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -606,7 +687,7 @@ mod scope_tests {
 
     #[test]
     fn every_type_the_controller_and_the_webhooks_import_is_in_the_scope_list() {
-        let mut sources = crate::scaffold::sources("controller/");
+        let mut sources = crate::scaffold::sources("controller");
         sources.extend(crate::scaffold::sources("webhook/"));
         sources.extend(crate::scaffold::sources("insert/webhook-"));
         assert!(sources.len() >= 10, "{sources:?}");

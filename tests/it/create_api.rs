@@ -701,3 +701,318 @@ fn a_group_without_a_dot_is_refused_and_an_ip_is_not_a_domain() {
     );
     assert!(ip.snapshot().is_empty());
 }
+
+const MEMCACHED: &[&str] = &[
+    "--group",
+    "example.com",
+    "--version",
+    "v1alpha1",
+    "--kind",
+    "Memcached",
+    "--image=memcached:1.6.26-alpine3.19",
+    "--image-container-command=memcached,--memory-limit=64,-o,modern,-v",
+    "--image-container-port=11211",
+    "--run-as-user=1001",
+    "--plugins=deploy-image/v1-alpha",
+];
+
+#[test]
+fn an_image_gets_a_kind_that_describes_its_deployment_and_a_controller_that_runs_it() {
+    let ws = project();
+    let assert = create(&ws, MEMCACHED).success();
+    let err = stderr(&assert);
+    for line in [
+        "created api/src/example_com/v1alpha1/memcached.rs",
+        "created operator/src/controllers/example_com/memcached.rs",
+        "created operator/tests/controllers/example_com/memcached.rs",
+        "created config/samples/example_com_v1alpha1_memcached.yaml",
+    ] {
+        assert!(
+            err.lines().any(|l| l == line),
+            "missing {line:?} in:\n{err}"
+        );
+    }
+    let types = ws.read("api/src/example_com/v1alpha1/memcached.rs");
+    for field in [
+        "pub size: Option<i32>,",
+        "pub image: Option<String>,",
+        "pub resources: Option<corev1::ResourceRequirements>,",
+        "pub env: Vec<corev1::EnvVar>,",
+        "pub ports: Vec<corev1::ContainerPort>,",
+    ] {
+        assert!(types.contains(field), "missing {field} in:\n{types}");
+    }
+    let controller = ws.read("operator/src/controllers/example_com/memcached.rs");
+    assert!(controller.contains(
+        "pub const COMMAND: &[&str] = &[\"memcached\", \"--memory-limit=64\", \"-o\", \"modern\", \"-v\"];"
+    ));
+    assert!(controller.contains("pub const RUN_AS_USER: Option<i64> = Some(1001);"));
+    assert!(
+        controller.contains("pub const DEFAULT_IMAGE: &str = \"memcached:1.6.26-alpine3.19\";")
+    );
+    let crd = ws.read("config/crd/bases/example.com.learn.com_memcacheds.yaml");
+    assert!(crd.contains("                default: memcached:1.6.26-alpine3.19\n"));
+    assert!(crd.contains("                default:\n                - containerPort: 11211\n"));
+    let role = ws.read("config/rbac/role.yaml");
+    assert!(
+        role.contains("  - apps\n  resources:\n  - deployments\n"),
+        "{role}"
+    );
+    assert!(
+        role.contains("  - \"\"\n  resources:\n  - pods\n"),
+        "{role}"
+    );
+    let sample = ws.read("config/samples/example_com_v1alpha1_memcached.yaml");
+    assert!(
+        sample.contains("  image: memcached:1.6.26-alpine3.19\n"),
+        "{sample}"
+    );
+    let project = ws.read("PROJECT");
+    assert!(
+        project.contains(
+            "  deploy-image.go.kubebuilder.io/v1-alpha:\n    resources:\n    - domain: learn.com\n      group: example.com\n      kind: Memcached\n      options:\n        containerCommand: \"memcached,--memory-limit=64,-o,modern,-v\"\n        containerPort: \"11211\"\n        image: \"memcached:1.6.26-alpine3.19\"\n        runAsUser: \"1001\"\n      version: v1alpha1\n"
+        ),
+        "{project}"
+    );
+    // Scaffolding it again with --force records it once.
+    let mut again = MEMCACHED.to_vec();
+    again.push("--force");
+    create(&ws, &again).success();
+    assert_eq!(ws.read("PROJECT").matches("kind: Memcached").count(), 2);
+}
+
+#[test]
+fn image_flags_are_checked_before_anything_is_written() {
+    let ws = project();
+    let base = ["--group", "web", "--version", "v1", "--kind", "Site"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        args
+    };
+    let cases: &[(&[&str], &str, &str)] = &[
+        (
+            &["--image="],
+            "invalid image ``: an image reference is not empty and has no spaces",
+            "pass something like `--image memcached:1.6.26-alpine3.19`",
+        ),
+        (
+            &["--image=nginx latest"],
+            "invalid image `nginx latest`: an image reference is not empty and has no spaces",
+            "pass something like",
+        ),
+        (
+            &["--image=nginx", "--image-container-port=0"],
+            "invalid --image-container-port `0`: a port is a number from 1 to 65535",
+            "pass the port the image listens on, such as `--image-container-port 11211`",
+        ),
+        (
+            &["--image=nginx", "--image-container-port=70000"],
+            "invalid --image-container-port `70000`: a port is a number from 1 to 65535",
+            "pass the port the image listens on",
+        ),
+        (
+            &["--image=nginx", "--run-as-user=-1"],
+            "invalid --run-as-user `-1`: a user ID is a number from 1 to 2147483647 (the pod runs as non-root)",
+            "pass the image's non-root user, such as `--run-as-user 1001`",
+        ),
+        (
+            &["--image=nginx", "--run-as-user", "0"],
+            "invalid --run-as-user `0`",
+            "pass the image's non-root user",
+        ),
+        (
+            &["--image=nginx", "--image-container-command=nginx,,-g"],
+            "invalid --image-container-command `nginx,,-g`: it has an empty argument",
+            "separate the command and its arguments with single commas: `memcached,-m,64`",
+        ),
+        (
+            &["--image=nginx", "--resource=false"],
+            "--image scaffolds a namespaced kind and its controller: it cannot go with --resource=false",
+            "drop --resource=false, or drop --image",
+        ),
+        (
+            &["--image=nginx", "--controller=false"],
+            "--image scaffolds a namespaced kind and its controller: it cannot go with --controller=false",
+            "drop --controller=false, or drop --image",
+        ),
+        (
+            &["--image=nginx", "--namespaced=false"],
+            "--image scaffolds a namespaced kind and its controller: it cannot go with --namespaced=false",
+            "drop --namespaced=false, or drop --image",
+        ),
+        (
+            &["--image-container-port=80"],
+            "--image-container-port can only be used with --image",
+            "add --image <image>, or drop --image-container-port",
+        ),
+        (
+            &["--image=nginx", "--plugins=helm/v2-alpha"],
+            "unknown plugin `helm/v2-alpha` for create api",
+            "rsbuilder knows `--plugins deploy-image/v1-alpha`, with --image",
+        ),
+    ];
+    for (extra, error, help) in cases {
+        refuses(&ws, &with(extra), error, help);
+    }
+}
+
+#[test]
+fn a_kind_of_kubernetes_gets_a_controller_without_types() {
+    let ws = project();
+    let assert = create(
+        &ws,
+        &[
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "Deployment",
+            "--resource=false",
+            "--controller",
+        ],
+    )
+    .success();
+    let err = stderr(&assert);
+    assert!(
+        err.lines()
+            .any(|l| l == "created operator/src/controllers/apps/deployment.rs"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("config/crd"),
+        "no CRD for a kind of Kubernetes:\n{err}"
+    );
+    let controller = ws.read("operator/src/controllers/apps/deployment.rs");
+    assert!(controller.contains("type Object = k8s_openapi::api::apps::v1::Deployment;"));
+    assert!(
+        controller.contains(
+            "// +rsbuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch\n"
+        )
+    );
+    create(
+        &ws,
+        &[
+            "--group",
+            "core",
+            "--version",
+            "v1",
+            "--kind",
+            "Pod",
+            "--resource=false",
+            "--controller",
+        ],
+    )
+    .success();
+    create(
+        &ws,
+        &[
+            "--group",
+            "networking",
+            "--version",
+            "v1",
+            "--kind",
+            "Ingress",
+            "--resource=false",
+            "--controller",
+        ],
+    )
+    .success();
+    let project = ws.read("PROJECT");
+    assert!(
+        project.contains(
+            "resources:\n- controller: true\n  core: true\n  group: apps\n  kind: Deployment\n  version: v1\n- controller: true\n  core: true\n  group: core\n  kind: Pod\n  version: v1\n- controller: true\n  core: true\n  domain: k8s.io\n  group: networking\n  kind: Ingress\n  version: v1\n"
+        ),
+        "{project}"
+    );
+    let role = ws.read("config/rbac/role.yaml");
+    assert!(
+        role.contains("- apiGroups:\n  - \"\"\n  resources:\n  - pods\n"),
+        "{role}"
+    );
+    assert!(
+        role.contains("- apiGroups:\n  - networking.k8s.io\n  resources:\n  - ingresses\n"),
+        "{role}"
+    );
+
+    let deployment = [
+        "--group",
+        "apps",
+        "--version",
+        "v1",
+        "--resource=false",
+        "--controller",
+    ];
+    let with_kind = |kind: &'static str| {
+        let mut args = deployment.to_vec();
+        args.extend(["--kind", kind]);
+        args
+    };
+    refuses(
+        &ws,
+        &with_kind("Deployment"),
+        "a controller for apps/v1, Kind=Deployment already exists",
+        "pass --force to scaffold it again",
+    );
+    refuses(
+        &ws,
+        &with_kind("Deploymentz"),
+        "Kubernetes has no kind `Deploymentz` in apps/v1",
+        "its kinds there are ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet",
+    );
+    refuses(
+        &ws,
+        &[
+            "--group",
+            "apps",
+            "--version",
+            "v9",
+            "--kind",
+            "Deployment",
+            "--resource=false",
+            "--controller",
+        ],
+        "Kubernetes has no version `v9` of the `apps` group",
+        "its versions are v1",
+    );
+    refuses(
+        &ws,
+        &[
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "StatefulSet",
+            "--resource=false",
+            "--controller",
+            "--plural",
+            "sets",
+        ],
+        "invalid plural `sets`: Kubernetes calls apps/v1, Kind=StatefulSet `statefulsets`",
+        "drop --plural",
+    );
+}
+
+#[test]
+fn a_namespaced_project_refuses_cluster_scoped_kinds_of_kubernetes() {
+    let ws = Workspace::new("ns-operator");
+    ws.run(&["init", "--domain", "learn.com", "--namespaced"])
+        .success();
+    refuses(
+        &ws,
+        &[
+            "--group",
+            "rbac.authorization",
+            "--version",
+            "v1",
+            "--kind",
+            "ClusterRole",
+            "--resource=false",
+            "--controller",
+        ],
+        "rbac.authorization.k8s.io/v1, Kind=ClusterRole is cluster-scoped, but the project is namespaced: its manager's Role cannot grant cluster-scoped resources",
+        "pick a namespaced kind, or scaffold a cluster-wide project",
+    );
+}

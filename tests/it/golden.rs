@@ -74,6 +74,21 @@ const SCENARIOS: &[Scenario] = &[
             "create webhook --group ship --version v1 --kind Captain --defaulting",
         ],
     },
+    // Kinds that run an image, as kubebuilder's deploy-image plugin makes them, and controllers
+    // for Kubernetes' own kinds.
+    Scenario {
+        name: "project-deploy-image",
+        directory: "memcached-operator",
+        commands: &[
+            "init --domain learn.com",
+            "create api --group example.com --version v1alpha1 --kind Memcached --image=memcached:1.6.26-alpine3.19 --image-container-command=memcached,--memory-limit=64,-o,modern,-v --image-container-port=11211 --run-as-user=1001 --plugins=deploy-image/v1-alpha",
+            "create api --group appotp --version v1 --kind AppOTP --image memcached:1.6.26-alpine3.19 --image-container-port 11211 --run-as-user 1001",
+            "create api --group web --version v1 --kind Site --image nginx",
+            "create api --group apps --version v1 --kind Deployment --resource=false --controller",
+            "create api --group core --version v1 --kind Pod --resource=false --controller",
+            "create api --group rbac.authorization --version v1 --kind ClusterRole --resource=false --controller",
+        ],
+    },
     // Webhooks: the Application operator of defaulting and validation, and a kind with two
     // versions whose module grows one webhook at a time, up to a conversion.
     Scenario {

@@ -1,0 +1,4 @@
+//! The `appotp.learn.com` API group.
+
+pub mod v1;
+// +rsbuilder:scaffold:versions

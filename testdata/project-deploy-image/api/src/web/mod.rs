@@ -1,0 +1,4 @@
+//! The `web.learn.com` API group.
+
+pub mod v1;
+// +rsbuilder:scaffold:versions

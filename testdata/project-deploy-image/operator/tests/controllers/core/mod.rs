@@ -1,0 +1,4 @@
+//! Tests of the controllers of the `` API group.
+
+mod pod;
+// +rsbuilder:scaffold:kinds
