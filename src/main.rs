@@ -17,6 +17,7 @@ mod scaffold;
 mod ui;
 mod versions;
 mod webhook;
+mod yaml;
 
 use std::process::ExitCode;
 

@@ -420,43 +420,22 @@ impl Project {
     }
 }
 
-/// A YAML scalar, always double-quoted: kubebuilder quotes the deploy-image options, which
-/// hold ports, user IDs and commands that would otherwise read as numbers or lists.
+/// A YAML scalar, always quoted: kubebuilder quotes the deploy-image options, which hold
+/// ports, user IDs and commands that would otherwise read as numbers or lists.
 fn quoted(value: &str) -> String {
-    let plain = scalar(value);
-    if plain.starts_with('"') {
-        plain
+    if value
+        .chars()
+        .any(|c| c.is_control() || c == '"' || c == '\\')
+    {
+        scalar(value)
     } else {
-        format!("\"{plain}\"")
+        format!("\"{value}\"")
     }
 }
 
-/// A YAML scalar: plain when that reads back as the same string, double-quoted otherwise.
+/// A YAML scalar, as every YAML file of rsbuilder writes one.
 fn scalar(value: &str) -> String {
-    let plain = !value.is_empty()
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c))
-        && value.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '/')
-        && serde_yaml::from_str::<serde_yaml::Value>(value)
-            .is_ok_and(|parsed| parsed.as_str() == Some(value));
-    if plain {
-        value.to_owned()
-    } else {
-        let mut quoted = String::from("\"");
-        for c in value.chars() {
-            match c {
-                '"' => quoted.push_str("\\\""),
-                '\\' => quoted.push_str("\\\\"),
-                c if c.is_control() => {
-                    let _ = write!(quoted, "\\u{:04x}", u32::from(c));
-                }
-                c => quoted.push(c),
-            }
-        }
-        quoted.push('"');
-        quoted
-    }
+    crate::yaml::scalar(value)
 }
 
 #[cfg(test)]
@@ -594,7 +573,7 @@ mod tests {
         let yaml = project.to_yaml();
         assert!(
             yaml.contains(&format!(
-                "    kubeVersion: 5.0.0\n    runtimeChecksum: \"sha256:{}\"\n    runtimeVersion: 0.1.0\nprojectName:",
+                "    kubeVersion: 5.0.0\n    runtimeChecksum: sha256:{}\n    runtimeVersion: 0.1.0\nprojectName:",
                 "ab".repeat(32)
             )),
             "{yaml}"

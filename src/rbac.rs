@@ -346,13 +346,7 @@ fn merge(markers: &[&Marker]) -> Vec<Rule> {
 
 /// A YAML scalar that reads back as the same string.
 fn quote(value: &str) -> String {
-    let reads_back = serde_yaml::from_str::<serde_yaml::Value>(value)
-        .is_ok_and(|parsed| parsed.as_str() == Some(value));
-    if !reads_back || value.contains([':', '#', ' ', '"', '\'']) {
-        format!("\"{value}\"")
-    } else {
-        value.to_owned()
-    }
+    crate::yaml::scalar(value)
 }
 
 #[cfg(test)]
@@ -405,7 +399,34 @@ mod tests {
         assert!(role_yaml(&found, false).contains("kind: ClusterRole"));
         assert!(role_yaml(&[], false).ends_with("rules: []\n"));
         let spaced = parse_all("// +rsbuilder:rbac:groups=apps, resources=true,verbs=get\n");
-        assert!(role_yaml(&spaced, false).contains("  - \"true\"\n"));
+        assert!(role_yaml(&spaced, false).contains("  - 'true'\n"));
+    }
+
+    #[test]
+    fn every_value_reads_back_from_the_role() {
+        let markers = parse_all(
+            "// +rsbuilder:rbac:groups=on.example.com,resources=no;y,resourceNames=say\"hi\";a: b;#x,verbs=get\n",
+        );
+        let role: serde_yaml::Value = serde_yaml::from_str(&role_yaml(&markers, false)).unwrap();
+        let rule = &role["rules"][0];
+        assert_eq!(rule["apiGroups"][0].as_str(), Some("on.example.com"));
+        let resources: Vec<&str> = rule["resources"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(resources, ["no", "y"]);
+        let names: Vec<&str> = rule["resourceNames"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["#x", "a: b", "say\"hi"]);
+        // YAML 1.1 would read a plain `no` or `y` as a boolean.
+        let text = role_yaml(&markers, false);
+        assert!(text.contains("  - 'no'\n  - 'y'\n"), "{text}");
     }
 
     #[test]

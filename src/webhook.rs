@@ -277,19 +277,9 @@ fn write_webhook(out: &mut String, m: &Marker) {
     }
 }
 
-/// A YAML scalar, quoted when it is empty, `*`, or would read as something else than a string.
+/// A YAML scalar, as every YAML file of rsbuilder writes one.
 fn quote(value: &str) -> String {
-    let plain = !value.is_empty()
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c))
-        && serde_yaml::from_str::<serde_yaml::Value>(value)
-            .is_ok_and(|parsed| parsed.as_str() == Some(value));
-    if plain {
-        value.to_owned()
-    } else {
-        format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
-    }
+    crate::yaml::scalar(value)
 }
 
 #[cfg(test)]

@@ -17,6 +17,9 @@ use crate::rbac;
 use crate::scaffold::{self, Plan, PlannedFile, Policy};
 use crate::ui::{self, UserError};
 
+#[cfg(test)]
+mod properties;
+
 /// One version of a kind, as the CRD template lists it.
 #[derive(Debug, Serialize)]
 struct CrdVersion {
@@ -253,15 +256,29 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         plural.as_deref(),
         &project.domain,
     );
-    if names.plural.len() > 63 || names.crd_name.len() > 253 {
+    // The CRD's file, `<group>_<plural>.yaml`, must fit the file systems' 255 bytes too.
+    let crd_file_len = names.qualified_group.len() + 1 + names.plural.len() + ".yaml".len();
+    if names.plural.len() > 63 || names.crd_name.len() > 253 || crd_file_len > 255 {
         return Err(UserError::new(format!(
-            "the resource name `{}` of kind {} is too long: the plural may have 63 characters, and `<plural>.<group>` 253",
+            "the resource name `{}` of kind {} is too long: the plural may have 63 characters, `<plural>.<group>` 253, and the CRD's file name `<group>_<plural>.yaml` 255",
             names.plural, names.kind
         ))
-        .help("pass a shorter --plural")
+        .help(if names.plural.len() > 63 {
+            "pass a shorter --plural"
+        } else {
+            "pass a shorter --plural or --group"
+        })
         .into());
     }
     names::validate_plural(&names.plural)?;
+    if names.controller_name.len() > 63 {
+        return Err(UserError::new(format!(
+            "the controller name `{}` of kind {} is longer than 63 characters, the limit of the names it is published under (event reporter, field manager)",
+            names.controller_name, names.kind
+        ))
+        .help("pick a shorter group or kind")
+        .into());
+    }
     let gvk = format!(
         "{}/{}, Kind={}",
         names.qualified_group, names.version, names.kind
@@ -314,6 +331,31 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
                 other.kind, names.kind_file, names.plural
             ))
             .help("pick another kind, or pass a different --plural")
+            .into());
+        }
+        // The API server serves the plural, the singular and the short names of every CRD of a
+        // group from one set: a name another kind has is not served.
+        if other.group == args.group {
+            let theirs = [&other_names.plural, &other_names.kind_lower];
+            if let Some(clash) = [&names.plural, &names.kind_lower]
+                .into_iter()
+                .find(|name| theirs.contains(name))
+            {
+                return Err(UserError::new(format!(
+                    "{gvk} would be called `{clash}`, a name kind {} of the same group has: the API server would not serve it",
+                    other.kind
+                ))
+                .help("pass a different --plural, or pick another kind")
+                .into());
+            }
+        }
+        // Two kinds must never write the same files (their RBAC roles, their tests).
+        if other_names.file_prefix == names.file_prefix {
+            return Err(UserError::new(format!(
+                "{gvk} would write the files of kind {} of group `{}`: both are named `{}_*`",
+                other.kind, other_names.qualified_group, names.file_prefix
+            ))
+            .help("pick another kind or group name; --force would overwrite the other kind's files")
             .into());
         }
         taken.extend(other_names.short_name.clone());
@@ -948,9 +990,7 @@ fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Pla
     plan
 }
 
-/// `value` as serde_yaml writes it, so that templates reproduce crdgen's output byte for byte.
+/// `value` as crdgen writes it, so that templates reproduce crdgen's output byte for byte.
 fn yaml_scalar(value: &str) -> String {
-    serde_yaml::to_string(value)
-        .map(|text| text.trim_end().to_owned())
-        .unwrap_or_else(|_| value.to_owned())
+    crate::yaml::scalar(value)
 }

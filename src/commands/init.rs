@@ -255,6 +255,24 @@ fn complete_lock(files: &mut [PlannedFile], project: &Project) -> anyhow::Result
     Ok(())
 }
 
+/// The files `init` writes for a project named `name` in `domain`, and its PROJECT, planned in
+/// memory: for tests that scaffold without a disk.
+#[cfg(test)]
+pub fn planned(name: &str, domain: &str, namespaced: bool) -> (Plan, Project) {
+    let args = InitArgs {
+        domain: domain.into(),
+        project_name: Some(name.into()),
+        repo: None,
+        owner: None,
+        license: License::Apache2,
+        namespaced,
+        force: false,
+        dry_run: false,
+    };
+    let (context, project) = resolve(&args, Path::new("/tmp/x")).unwrap();
+    (plan(&context, &project).unwrap(), project)
+}
+
 /// A context with every field set, for template tests.
 #[cfg(test)]
 pub fn sample_context() -> tera::Context {

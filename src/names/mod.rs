@@ -22,6 +22,12 @@ const RUST_KEYWORDS: &[&str] = &[
 /// Keywords that cannot even be raw identifiers; a module named so gets a `_` suffix.
 const NOT_RAW: &[&str] = &["crate", "self", "super", "Self", "_"];
 
+/// File stems that a group's or a kind's module must not take: `lib` and `main` (a crate's
+/// root: `api/src/lib.rs`, `operator/tests/controllers/main.rs`), `mod` (the parent module's
+/// own `mod.rs`), `bin` (`api/src/bin/`, where cargo looks for binaries) and `support` (the
+/// controller tests' helpers).
+const RESERVED_STEMS: &[&str] = &["bin", "lib", "main", "mod", "support"];
+
 /// Names of Rust's prelude that a kind must not shadow: the derived code of a kind's module
 /// uses them unqualified.
 const PRELUDE: &[&str] = &[
@@ -193,6 +199,14 @@ pub fn validate_domain(domain: &str) -> Result<(), UserError> {
         .help("pass a domain you own, such as `--domain example.com`"));
     }
     if is_dns1123_subdomain(domain) {
+        if domain.len() > MAX_DOMAIN {
+            return Err(UserError::new(format!(
+                "invalid domain `{}...`: it has {} characters, and may have {MAX_DOMAIN}, so that the names made from it fit Kubernetes' limits (the leader election Lease `<hash>.<domain>` has 253)",
+                &domain[..20],
+                domain.len()
+            ))
+            .help("pass a shorter --domain"));
+        }
         return Ok(());
     }
     let suggestion = sanitize_subdomain(domain);
@@ -204,6 +218,10 @@ pub fn validate_domain(domain: &str) -> Result<(), UserError> {
         None => error.help("pass a domain you own, such as `--domain example.com`"),
     })
 }
+
+/// The longest domain: the leader election Lease is named `<8 hex digits>.<domain>`, and a
+/// Kubernetes name has at most 253 characters.
+const MAX_DOMAIN: usize = 253 - 9;
 
 /// Checks a project name: a DNS-1123 label (it names Kubernetes objects) that starts with a
 /// letter and is not reserved (it names the Rust crates).
@@ -325,12 +343,6 @@ pub fn leader_election_id(project: &str, domain: &str) -> String {
 
 /// Checks `--group`: `<group>.<domain>` must be a DNS-1123 subdomain; empty means the domain.
 pub fn validate_group(group: &str, domain: &str) -> Result<(), UserError> {
-    if group == "bin" {
-        return Err(UserError::new(
-            "invalid group `bin`: its module would be `api/src/bin/`, where cargo looks for binaries",
-        )
-        .help("pick another group name"));
-    }
     if group.is_empty() && !domain.contains('.') {
         return Err(UserError::new(format!(
             "invalid group: without `--group` the API group is the domain `{domain}`, and the API server requires a CRD's group to contain a dot"
@@ -436,7 +448,7 @@ pub fn validate_plural(plural: &str) -> Result<(), UserError> {
 /// with a `_` suffix when it cannot, with a `g` prefix when it starts with a digit. Returns the
 /// identifier and the file or folder name it lives in.
 fn module(name: &str) -> (String, String) {
-    if NOT_RAW.contains(&name) {
+    if NOT_RAW.contains(&name) || RESERVED_STEMS.contains(&name) {
         let suffixed = format!("{name}_");
         return (suffixed.clone(), suffixed);
     }
@@ -720,6 +732,50 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_name_made_from_the_longest_domain_fits_its_limit() {
+        let longest = format!(
+            "{}.com",
+            "a".repeat(60)
+                + "."
+                + &"b".repeat(60)
+                + "."
+                + &"c".repeat(60)
+                + "."
+                + &"d".repeat(MAX_DOMAIN - 4 - 183)
+        );
+        assert_eq!(longest.len(), MAX_DOMAIN);
+        assert!(validate_domain(&longest).is_ok());
+        assert!(leader_election_id("my-operator", &longest).len() <= 253);
+        let over = format!("e{longest}");
+        let error = validate_domain(&over).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("it has 245 characters, and may have 244"),
+            "{error}"
+        );
+        assert_eq!(error.help_text(), Some("pass a shorter --domain"));
+    }
+
+    #[test]
+    fn modules_never_take_the_files_of_crates_or_of_their_parents() {
+        for stem in ["bin", "lib", "main", "mod", "support"] {
+            let kind = format!("{}{}", stem[..1].to_uppercase(), &stem[1..]);
+            let names = ResourceNames::new(stem, "v1", &kind, None, "learn.com");
+            let suffixed = format!("{stem}_");
+            assert_eq!(
+                (names.group_module.as_str(), names.group_dir.as_str()),
+                (suffixed.as_str(), suffixed.as_str())
+            );
+            assert_eq!(
+                (names.kind_module.as_str(), names.kind_file.as_str()),
+                (suffixed.as_str(), suffixed.as_str())
+            );
+            assert_eq!(names.qualified_group, format!("{stem}.learn.com"));
+        }
+    }
+
+    #[test]
     fn groups_versions_kinds_plurals() {
         for good in ["appotp", "apps", "foo-bar", "foo.policy", ""] {
             assert!(validate_group(good, "learn.com").is_ok(), "{good:?}");
@@ -925,7 +981,7 @@ mod tests {
         }
         assert!(validate_project_name(&"a".repeat(56), false).is_ok());
         assert!(validate_project_name(&"a".repeat(57), false).is_err());
-        assert!(validate_group("bin", "learn.com").is_err());
+        assert!(validate_group("bin", "learn.com").is_ok());
         let error = validate_project_name("My_Operator", true).unwrap_err();
         assert!(
             error.to_string().contains("from the directory name"),

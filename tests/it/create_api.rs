@@ -461,6 +461,80 @@ fn names_shared_across_the_cluster_or_the_tree_are_not_reused() {
         "group `app.otp.learn.com` would share the module `app_otp` with group `app-otp.learn.com`",
         "pick a group that differs by more than `.` or `-`",
     );
+    // Group `a-b` with kind Cd and group `a` with kind BCd both name their files `a_b_cd_*`:
+    // refused before --force can overwrite the first kind's roles and tests.
+    create(&ws, &["--group", "a-b", "--version", "v1", "--kind", "Cd"]).success();
+    for force in [false, true] {
+        let mut args = vec!["--group", "a", "--version", "v1", "--kind", "BCd"];
+        if force {
+            args.push("--force");
+        }
+        refuses(
+            &ws,
+            &args,
+            "a.learn.com/v1, Kind=BCd would write the files of kind Cd of group `a-b.learn.com`: both are named `a_b_cd_*`",
+            "pick another kind or group name; --force would overwrite the other kind's files",
+        );
+    }
+}
+
+#[test]
+fn a_plural_that_is_another_kinds_singular_is_refused() {
+    let ws = project();
+    create(
+        &ws,
+        &["--group", "shop", "--version", "v1", "--kind", "Foo"],
+    )
+    .success();
+    refuses(
+        &ws,
+        &[
+            "--group",
+            "shop",
+            "--version",
+            "v1",
+            "--kind",
+            "Bar",
+            "--plural",
+            "foo",
+        ],
+        "shop.learn.com/v1, Kind=Bar would be called `foo`, a name kind Foo of the same group has: the API server would not serve it",
+        "pass a different --plural, or pick another kind",
+    );
+    // In another group the name is free.
+    create(
+        &ws,
+        &[
+            "--group",
+            "store",
+            "--version",
+            "v1",
+            "--kind",
+            "Bar",
+            "--plural",
+            "foo",
+        ],
+    )
+    .success();
+}
+
+#[test]
+fn a_controller_name_over_63_characters_is_refused() {
+    let ws = project();
+    let group = "observability-platform-engineering";
+    refuses(
+        &ws,
+        &[
+            "--group",
+            group,
+            "--version",
+            "v1",
+            "--kind",
+            "ServiceLevelObjectiveSchedule",
+        ],
+        "the controller name `observability-platform-engineering-servicelevelobjectiveschedule` of kind ServiceLevelObjectiveSchedule is longer than 63 characters",
+        "pick a shorter group or kind",
+    );
 }
 
 #[test]
@@ -527,13 +601,33 @@ fn a_namespaced_project_refuses_cluster_scoped_kinds() {
 }
 
 #[test]
-fn groups_that_cannot_be_modules_are_refused() {
+fn groups_and_kinds_named_like_crate_files_get_their_own_modules() {
     let ws = project();
-    refuses(
-        &ws,
-        &["--group", "bin", "--version", "v1", "--kind", "Widget"],
-        "invalid group `bin`: its module would be `api/src/bin/`",
-        "pick another group name",
+    for (group, kind, types) in [
+        ("bin", "Widget", "api/src/bin_/v1/widget.rs"),
+        ("lib", "Mod", "api/src/lib_/v1/mod_.rs"),
+        ("mod", "Main", "api/src/mod_/v1/main_.rs"),
+        ("support", "Lib", "api/src/support_/v1/lib_.rs"),
+    ] {
+        create(&ws, &["--group", group, "--version", "v1", "--kind", kind]).success();
+        assert!(ws.root().join(types).is_file(), "{types}");
+    }
+    let lib = ws.read("api/src/lib.rs");
+    assert!(
+        lib.contains("pub mod lib_;") && lib.contains("pub mod mod_;"),
+        "{lib}"
+    );
+    assert!(
+        ws.root()
+            .join("operator/tests/controllers/support_/lib_.rs")
+            .is_file()
+    );
+    assert!(ws.read("api/src/lib_/v1/mod.rs").contains("pub mod mod_;"));
+    // The group keeps its name in the cluster.
+    assert!(
+        ws.root()
+            .join("config/crd/bases/lib.learn.com_mods.yaml")
+            .is_file()
     );
 }
 

@@ -61,6 +61,9 @@ const SCENARIOS: &[Scenario] = &[
             "create webhook --group ops --version v1 --kind Webhooks --defaulting --programmatic-validation",
             "create api --group ops --version v1 --kind Defaulter",
             "create webhook --group ops --version v1 --kind Defaulter --defaulting --programmatic-validation",
+            // Groups and kinds named like crate files, and a kind YAML 1.1 would read as `true`.
+            "create api --group lib --version v1 --kind Mod",
+            "create api --group main --version v1 --kind On",
             // A cluster-scoped kind: its samples have no namespace.
             "create webhook --group ops --version v1 --kind Spec --defaulting --programmatic-validation",
         ],

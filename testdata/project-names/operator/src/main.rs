@@ -39,6 +39,8 @@ async fn main() -> anyhow::Result<()> {
         controllers::ops::api_server::registration(),
         controllers::ops::webhooks::registration(),
         controllers::ops::defaulter::registration(),
+        controllers::lib_::mod_::registration(),
+        controllers::main_::on::registration(),
         // +rsbuilder:scaffold:controllers
     ];
     Manager::new(args.manager)

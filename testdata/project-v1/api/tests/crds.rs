@@ -11,7 +11,7 @@ fn crd_manifests_match_the_types() {
     let mut expected = BTreeSet::new();
     for crd in &crds {
         let file = format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural);
-        let want = format!("---\n{}", serde_yaml::to_string(crd).unwrap());
+        let want = format!("---\n{}", otp_operator_api::to_yaml(crd).unwrap());
         let have = std::fs::read_to_string(bases.join(&file)).unwrap_or_default();
         assert!(
             have == want,

@@ -24,6 +24,68 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, String> {
     ])
 }
 
+/// `crd` as YAML, as `config/crd/bases/` holds it: serde_yaml's output, with the plain scalars
+/// that YAML 1.1 reads as booleans and YAML 1.2 as strings (`No`, `on`, `y`) quoted, since
+/// Kubernetes' parser follows YAML 1.1.
+///
+/// # Errors
+/// When serde_yaml cannot write the CRD.
+pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, serde_yaml::Error> {
+    const YAML_1_1_WORDS: &[&str] = &[
+        "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
+        "OFF",
+    ];
+    let quote = |plain: &str| {
+        if YAML_1_1_WORDS.contains(&plain) {
+            format!("'{plain}'")
+        } else {
+            plain.to_owned()
+        }
+    };
+    let text = serde_yaml::to_string(crd)?;
+    let mut out = String::with_capacity(text.len());
+    // The indentation of a block scalar (`|-`) being read: its lines are text, not YAML.
+    let mut block: Option<usize> = None;
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start().len();
+        if let Some(block_indent) = block {
+            if line.trim().is_empty() || indent > block_indent {
+                out.push_str(line);
+                out.push('\n');
+                continue;
+            }
+            block = None;
+        }
+        let body = &line[indent..];
+        let (dash, rest) = match body.strip_prefix("- ") {
+            Some(rest) => ("- ", rest),
+            None => ("", body),
+        };
+        let (key, value) = match rest.split_once(": ") {
+            Some((key, value)) if !key.starts_with(['\'', '"']) => (Some(key), value),
+            _ => match rest.strip_suffix(':') {
+                Some(key) => (Some(key), ""),
+                None => (None, rest),
+            },
+        };
+        if value.starts_with(['|', '>']) {
+            block = Some(indent);
+        }
+        out.push_str(&line[..indent]);
+        out.push_str(dash);
+        if let Some(key) = key {
+            out.push_str(&quote(key));
+            out.push(':');
+            if !value.is_empty() {
+                out.push(' ');
+            }
+        }
+        out.push_str(&quote(value));
+        out.push('\n');
+    }
+    Ok(out)
+}
+
 /// Merges the CRDs that share a name into one holding all their versions, in the given order.
 fn merge_versions(
     crds: Vec<CustomResourceDefinition>,

@@ -16,4 +16,8 @@ pub mod std;
 pub mod apps;
 
 pub mod ops;
+
+pub mod lib_;
+
+pub mod main_;
 // +rsbuilder:scaffold:modules

@@ -16,4 +16,8 @@ mod std;
 mod apps;
 
 mod ops;
+
+mod lib_;
+
+mod main_;
 // +rsbuilder:scaffold:groups

@@ -14,7 +14,7 @@ fn main() -> ExitCode {
         }
     };
     for crd in crds {
-        match serde_yaml::to_string(&crd) {
+        match ns_operator_api::to_yaml(&crd) {
             Ok(yaml) => print!("---\n{yaml}"),
             Err(error) => {
                 eprintln!("error: cannot print a CRD as YAML: {error}");

@@ -1,0 +1,4 @@
+//! The `lib.example.com` API group.
+
+pub mod v1;
+// +rsbuilder:scaffold:versions

@@ -1,0 +1,4 @@
+//! The `main.example.com` API group.
+
+pub mod v1;
+// +rsbuilder:scaffold:versions
