@@ -24,6 +24,16 @@ step "rsbuilder: cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
 step "rsbuilder: cargo test"
 cargo test
+# The terminal tests drive a tmux pane; plain `cargo test` lists them as ignored.
+if command -v tmux >/dev/null 2>&1; then
+  step "rsbuilder: terminal tests (tmux)"
+  cargo test --quiet -p rsbuilder --test it terminal -- --ignored
+elif [[ "${RSBUILDER_REQUIRE_TMUX:-0}" == 1 ]]; then
+  echo "error: tmux not found, and RSBUILDER_REQUIRE_TMUX=1" >&2
+  exit 1
+else
+  echo "note: tmux not found: the terminal tests are skipped"
+fi
 rsbuilder="$root/target/debug/rsbuilder"
 
 kubectl_bin="${KUBECTL:-kubectl}"

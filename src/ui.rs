@@ -9,6 +9,32 @@ use std::fmt;
 use std::io::{self, Write as _};
 use std::path::Path;
 
+/// Asks `question` on the terminal, as kubebuilder does: `question [Y/n]: `, answered with a
+/// line; an empty line takes `default`. `None` when the input ends (Ctrl-D). The terminal stays
+/// as it is (a line is read in its normal mode), so Ctrl-C ends the command with the cursor
+/// where it belongs.
+pub fn confirm(question: &str, default: bool) -> io::Result<Option<bool>> {
+    let hint = if default { "[Y/n]" } else { "[y/N]" };
+    let stdin = io::stdin();
+    loop {
+        let mut err = io::stderr().lock();
+        let _ = write!(err, "{question} {hint}: ");
+        let _ = err.flush();
+        drop(err);
+        let mut line = String::new();
+        if stdin.read_line(&mut line)? == 0 {
+            note("");
+            return Ok(None);
+        }
+        match line.trim().to_lowercase().as_str() {
+            "" => return Ok(Some(default)),
+            "y" | "yes" => return Ok(Some(true)),
+            "n" | "no" => return Ok(Some(false)),
+            other => note(&format!("answer y or n, not `{other}`")),
+        }
+    }
+}
+
 /// An error caused by the user's input: it names the bad value and the rule, and may carry a fix
 /// printed on its own `help:` line.
 #[derive(Debug)]

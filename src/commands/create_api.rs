@@ -369,6 +369,22 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         .find(|candidate| !taken.contains(candidate));
 
     let kind_has_controller = same_kind.iter().any(|r| r.controller);
+    // What exists already is refused before any question is asked: the types, unless
+    // `--resource=false` leaves them be; the controller, when `--controller` asks for another.
+    let api_exists = this.is_some_and(|r| r.api.is_some());
+    if !args.force && api_exists && args.resource != Some(false) {
+        return Err(UserError::new(format!("API {gvk} already exists"))
+            .help("pass --force to scaffold it again, or --resource=false to add only a controller")
+            .into());
+    }
+    if !args.force && kind_has_controller && args.controller == Some(true) {
+        return Err(UserError::new(format!(
+            "a controller for {} Kind={} already exists",
+            names.qualified_group, names.kind
+        ))
+        .help("pass --controller=false, or --force to scaffold it again")
+        .into());
+    }
     let (resource, controller) = if image.is_some() {
         (true, true)
     } else {
@@ -661,11 +677,14 @@ fn ask(flag: Option<bool>, question: &str, default: bool) -> anyhow::Result<bool
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
         return Ok(default);
     }
-    dialoguer::Confirm::new()
-        .with_prompt(question)
-        .default(default)
-        .interact()
-        .context("failed to read the answer")
+    match ui::confirm(question, default).context("failed to read the answer")? {
+        Some(answer) => Ok(answer),
+        None => Err(
+            UserError::new(format!("no answer to `{question}`: the input ended"))
+                .help("pass --resource and --controller to answer without a terminal")
+                .into(),
+        ),
+    }
 }
 
 /// The controller test binary's root and helpers: written by the first controller, then only

@@ -136,6 +136,7 @@ const DEPENDENCIES: &[&str] = &[
     "http-body-util",
     "hyper",
     "hyper-util",
+    "json-patch",
     "k8s-openapi",
     "kube",
     "prometheus-client",
@@ -714,6 +715,40 @@ mod scope_tests {
         assert!(
             missing.is_empty(),
             "add these to CONTROLLER_SCOPE, so that a kind named like them is aliased: {missing:?}"
+        );
+    }
+
+    /// The keys of the `[section]` of a manifest, with `_` read as `-`.
+    fn dependency_names(manifest: &str, section: &str) -> Vec<String> {
+        let Some((_, rest)) = manifest.split_once(&format!("[{section}]\n")) else {
+            return Vec::new();
+        };
+        rest.lines()
+            .take_while(|line| !line.starts_with('['))
+            .filter_map(|line| line.split_once(" = ").map(|(key, _)| key.trim()))
+            .filter(|key| !key.is_empty() && !key.starts_with('#') && !key.contains('{'))
+            .map(|key| key.replace('_', "-"))
+            .collect()
+    }
+
+    #[test]
+    fn every_crate_the_project_depends_on_is_in_the_dependency_list() {
+        let workspace = crate::scaffold::sources("init/Cargo.toml.tera");
+        let mut names = dependency_names(workspace[0].1, "workspace.dependencies");
+        let runtime = crate::runtime::files()
+            .into_iter()
+            .find(|(path, _)| path.ends_with("Cargo.toml"))
+            .map(|(_, text)| text)
+            .expect("the runtime's manifest");
+        names.extend(dependency_names(&runtime, "dependencies"));
+        assert!(names.len() > 20, "{names:?}");
+        let missing: Vec<&String> = names
+            .iter()
+            .filter(|name| !super::DEPENDENCIES.contains(&name.as_str()))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "add these to DEPENDENCIES, so that no project is named like them: {missing:?}"
         );
     }
 

@@ -130,17 +130,26 @@ fn render(dir_name: &str, context: &tera::Context) -> anyhow::Result<Vec<(String
     let mut names = Vec::new();
     for (path, text) in &sources {
         let name = path.strip_prefix(&prefix).unwrap_or(path);
+        // A template without Tera syntax is its own output: parsing it would take most of the
+        // time of a command (the generated Cargo.lock alone is 66 kB of text).
+        if !text.contains("{{") && !text.contains("{%") && !text.contains("{#") {
+            names.push((name.to_owned(), Some(*text)));
+            continue;
+        }
         tera.add_raw_template(name, text)
             .with_context(|| format!("template `{dir_name}/{name}` does not parse"))?;
-        names.push(name.to_owned());
+        names.push((name.to_owned(), None));
     }
     names
         .iter()
-        .filter_map(|name| name.strip_suffix(".tera").map(|out| (name, out)))
-        .map(|(name, out)| {
-            let text = tera
-                .render(name, context)
-                .with_context(|| format!("failed to render template `{dir_name}/{name}`"))?;
+        .filter_map(|(name, verbatim)| name.strip_suffix(".tera").map(|out| (name, out, verbatim)))
+        .map(|(name, out, verbatim)| {
+            let text = match verbatim {
+                Some(text) => (*text).to_owned(),
+                None => tera
+                    .render(name, context)
+                    .with_context(|| format!("failed to render template `{dir_name}/{name}`"))?,
+            };
             Ok((out.to_owned(), text))
         })
         .collect()

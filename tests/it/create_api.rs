@@ -632,41 +632,6 @@ fn groups_and_kinds_named_like_crate_files_get_their_own_modules() {
 }
 
 #[test]
-fn on_a_terminal_it_asks_what_to_scaffold() {
-    // `script` runs rsbuilder on a pseudo-terminal and types the answers.
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!(
-            "skipped: `script` (util-linux) is not installed, so no terminal can be emulated"
-        );
-        return;
-    }
-    let ws = project();
-    let rsbuilder = assert_cmd::cargo::cargo_bin("rsbuilder");
-    let command = format!(
-        "{} create api --group appotp --version v1 --kind AppOTP",
-        rsbuilder.display()
-    );
-    let output = assert_cmd::Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .current_dir(ws.root())
-        .write_stdin("yn")
-        .assert()
-        .success();
-    let screen = String::from_utf8_lossy(&output.get_output().stdout).into_owned();
-    assert!(
-        screen.contains("Create Resource") && screen.contains("Create Controller"),
-        "{screen}"
-    );
-    assert!(ws.root().join("api/src/appotp/v1/app_otp.rs").exists());
-    assert!(!ws.root().join("operator/src/controllers/appotp").exists());
-    assert!(!ws.read("PROJECT").contains("controller: true"));
-}
-
-#[test]
 fn plurals_must_agree_and_fit() {
     let ws = project();
     create(

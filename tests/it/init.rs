@@ -62,13 +62,41 @@ fn init_writes_the_project_and_says_what_it_did() {
 }
 
 #[test]
-fn init_is_deterministic() {
+fn init_writes_no_path_time_zone_or_host() {
+    // Two projects in folders at different depths, under different time zones and locales:
+    // the same bytes, and none of what differs between machines.
     let a = Workspace::new("otp-operator");
     let b = Workspace::new("otp-operator");
-    a.run(&["init", "--domain", "learn.com"]).success();
-    b.run(&["init", "--domain", "learn.com"]).success();
-    assert_eq!(a.snapshot(), b.snapshot());
-    assert!(a.snapshot().len() > 30);
+    std::fs::create_dir_all(b.root().join("deeper/otp-operator")).unwrap();
+    let b_root = b.root().join("deeper/otp-operator");
+    let run = |dir: &std::path::Path, tz: &str, lang: &str| {
+        assert_cmd::Command::cargo_bin("rsbuilder")
+            .unwrap()
+            .current_dir(dir)
+            .env("TZ", tz)
+            .env("LANG", lang)
+            .env("HOME", dir)
+            .args(["init", "--domain", "learn.com"])
+            .assert()
+            .success();
+    };
+    run(a.root(), "UTC", "C");
+    run(&b_root, "Asia/Tokyo", "de_DE.UTF-8");
+    let first = a.snapshot();
+    assert!(first.len() > 30);
+    assert_eq!(first, snapshot(&b_root));
+    let hostname = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+    let forbidden = [a.root().display().to_string(), hostname.trim().to_owned()];
+    for (path, bytes) in &first {
+        let text = String::from_utf8_lossy(bytes);
+        for word in forbidden.iter().filter(|w| w.len() > 3) {
+            assert!(
+                !text.contains(word.as_str()),
+                "{} holds `{word}`",
+                path.display()
+            );
+        }
+    }
 }
 
 #[test]
@@ -262,13 +290,21 @@ fn a_read_only_directory_is_left_as_it_was() {
     let mut permissions = std::fs::metadata(ws.root()).unwrap().permissions();
     permissions.set_mode(0o555);
     std::fs::set_permissions(ws.root(), permissions.clone()).unwrap();
-    if std::fs::write(ws.root().join("probe"), "").is_ok() {
-        // Running as root: permissions do not stop writes, the case above covers the rollback.
+    let assert = if std::fs::write(ws.root().join("probe"), "").is_ok() {
+        // Root writes anywhere: run rsbuilder as `nobody`, for whom the directory is read-only.
         std::fs::remove_file(ws.root().join("probe")).unwrap();
-        eprintln!("skipped: the directory stays writable for this user (root)");
-        return;
-    }
-    let assert = ws.run(&["init", "--domain", "learn.com"]).code(1);
+        let parent = ws.root().parent().unwrap();
+        std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_cmd::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(assert_cmd::cargo::cargo_bin("rsbuilder"))
+            .args(["init", "--domain", "learn.com"])
+            .current_dir(ws.root())
+            .assert()
+            .code(1)
+    } else {
+        ws.run(&["init", "--domain", "learn.com"]).code(1)
+    };
     assert!(
         stderr(&assert).contains("nothing was changed"),
         "{}",

@@ -7,4 +7,5 @@ mod generate;
 mod golden;
 mod init;
 mod support;
+mod terminal;
 mod upgrade;
