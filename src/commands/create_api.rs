@@ -182,22 +182,92 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         }
     }
 
-    let same_kind: Vec<&Resource> = project
-        .resources
+    let family = Family::of(args, project);
+    let (namespaced, plural) = inherit_scope_and_plural(args, project, &family)?;
+    let mut names = derive_names(args, project, plural.as_deref())?;
+    let gvk = format!(
+        "{}/{}, Kind={}",
+        names.qualified_group, names.version, names.kind
+    );
+    let taken = check_clashes(args, project, &names, &gvk)?;
+    pick_short_name(&mut names, &taken);
+    let (resource, controller) = decide_parts(
+        args,
+        project,
+        &family,
+        image.is_some(),
+        namespaced,
+        &names,
+        &gvk,
+    )?;
+    let Family {
+        same_kind,
+        siblings,
+        ..
+    } = family;
+
+    let mut versions: Vec<String> = same_kind
         .iter()
-        .filter(|r| r.group == args.group && r.kind == args.kind)
+        .filter(|r| r.api.is_some())
+        .map(|r| r.version.clone())
         .collect();
-    let this = same_kind
-        .iter()
-        .find(|r| r.version == args.version)
-        .copied();
-    // The kind's other versions with types: they share one CRD, so one plural and one scope.
-    // (The version itself does not count: `--force` may scaffold it with other ones.)
-    let siblings: Vec<&Resource> = same_kind
-        .iter()
-        .copied()
-        .filter(|r| r.api.is_some() && r.version != args.version)
-        .collect();
+    let joins_kind = resource && !siblings.is_empty() && !versions.contains(&args.version);
+    if resource && !versions.contains(&args.version) {
+        versions.push(args.version.clone());
+    }
+    Ok(Request {
+        names,
+        resource,
+        controller,
+        namespaced,
+        versions,
+        joins_kind,
+        mode: image.map_or(Mode::Standard, Mode::Image),
+    })
+}
+
+/// The kind's entries in PROJECT: all of them, this version's, and the other versions with
+/// types, which share one CRD with this one, so one plural and one scope. (The version itself
+/// does not count among them: `--force` may scaffold it with other ones.)
+struct Family<'a> {
+    same_kind: Vec<&'a Resource>,
+    this: Option<&'a Resource>,
+    siblings: Vec<&'a Resource>,
+}
+
+impl<'a> Family<'a> {
+    fn of(args: &CreateApiArgs, project: &'a Project) -> Self {
+        let same_kind: Vec<&Resource> = project
+            .resources
+            .iter()
+            .filter(|r| r.group == args.group && r.kind == args.kind)
+            .collect();
+        let this = same_kind
+            .iter()
+            .find(|r| r.version == args.version)
+            .copied();
+        let siblings: Vec<&Resource> = same_kind
+            .iter()
+            .copied()
+            .filter(|r| r.api.is_some() && r.version != args.version)
+            .collect();
+        Self {
+            same_kind,
+            this,
+            siblings,
+        }
+    }
+}
+
+/// The scope and the plural: as given, else as the kind's other versions have them, else as
+/// this version had them.
+fn inherit_scope_and_plural(
+    args: &CreateApiArgs,
+    project: &Project,
+    family: &Family<'_>,
+) -> anyhow::Result<(bool, Option<String>)> {
+    let Family { this, siblings, .. } = family;
+    let this = *this;
     let computed_plural = names::plural::plural(&args.kind);
     let plural_of = |r: &Resource| r.plural.clone().unwrap_or_else(|| computed_plural.clone());
     let scope = |namespaced: bool| {
@@ -249,11 +319,20 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         (None, Some(theirs)) => Some(theirs),
         (None, None) => this.and_then(|r| r.plural.clone()),
     };
-    let mut names = ResourceNames::new(
+    Ok((namespaced, plural))
+}
+
+/// The derived names, checked against the limits of where they land.
+fn derive_names(
+    args: &CreateApiArgs,
+    project: &Project,
+    plural: Option<&str>,
+) -> anyhow::Result<ResourceNames> {
+    let names = ResourceNames::new(
         &args.group,
         &args.version,
         &args.kind,
-        plural.as_deref(),
+        plural,
         &project.domain,
     );
     // The CRD's file, `<group>_<plural>.yaml`, must fit the file systems' 255 bytes too.
@@ -279,12 +358,17 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         .help("pick a shorter group or kind")
         .into());
     }
-    let gvk = format!(
-        "{}/{}, Kind={}",
-        names.qualified_group, names.version, names.kind
-    );
+    Ok(names)
+}
 
-    // Names every other kind of the project uses, so that this one takes none of them.
+/// Refuses a kind whose modules, files or names another resource of the project has; the names
+/// others use, so that the short name takes none of them.
+fn check_clashes(
+    args: &CreateApiArgs,
+    project: &Project,
+    names: &ResourceNames,
+    gvk: &str,
+) -> anyhow::Result<Vec<String>> {
     let mut taken: Vec<String> = BUILTIN_SHORT_NAMES
         .iter()
         .map(|s| (*s).to_owned())
@@ -362,12 +446,33 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         taken.push(other_names.kind_lower);
         taken.push(other_names.plural);
     }
-    // Short names are global in a cluster: take the kind's initials, else its singular, else none.
+    Ok(taken)
+}
+
+/// The short name: short names are global in a cluster, so the kind's initials, else its
+/// singular, else none.
+fn pick_short_name(names: &mut ResourceNames, taken: &[String]) {
     names.short_name = [names.short_name.take(), Some(names.kind_lower.clone())]
         .into_iter()
         .flatten()
         .find(|candidate| !taken.contains(candidate));
+}
 
+/// Whether to scaffold the types and the controller: from the flags, or the answers on a
+/// terminal, after refusing what exists.
+fn decide_parts(
+    args: &CreateApiArgs,
+    project: &Project,
+    family: &Family<'_>,
+    image: bool,
+    namespaced: bool,
+    names: &ResourceNames,
+    gvk: &str,
+) -> anyhow::Result<(bool, bool)> {
+    let Family {
+        same_kind, this, ..
+    } = family;
+    let this = *this;
     let kind_has_controller = same_kind.iter().any(|r| r.controller);
     // What exists already is refused before any question is asked: the types, unless
     // `--resource=false` leaves them be; the controller, when `--controller` asks for another.
@@ -385,7 +490,7 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         .help("pass --controller=false, or --force to scaffold it again")
         .into());
     }
-    let (resource, controller) = if image.is_some() {
+    let (resource, controller) = if image {
         (true, true)
     } else {
         let resource = ask(args.resource, "Create Resource", true)?;
@@ -432,24 +537,7 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         .into());
     }
 
-    let mut versions: Vec<String> = same_kind
-        .iter()
-        .filter(|r| r.api.is_some())
-        .map(|r| r.version.clone())
-        .collect();
-    let joins_kind = resource && !siblings.is_empty() && !versions.contains(&args.version);
-    if resource && !versions.contains(&args.version) {
-        versions.push(args.version.clone());
-    }
-    Ok(Request {
-        names,
-        resource,
-        controller,
-        namespaced,
-        versions,
-        joins_kind,
-        mode: image.map_or(Mode::Standard, Mode::Image),
-    })
+    Ok((resource, controller))
 }
 
 /// The plugins kubebuilder scripts pass to `create api`, and what rsbuilder makes of them.
