@@ -42,11 +42,13 @@ pub fn unified(path: &str, old: &str, new: &str, max_lines: usize) -> String {
             .iter()
             .filter(|op| !matches!(op, Op::Delete(..)))
             .count();
+        // An empty side starts at the line before the hunk, as diff and patch write it:
+        // `@@ -0,0 +1,2 @@` for a file that did not exist.
         let _ = writeln!(
             out,
             "@@ -{},{a_len} +{},{b_len} @@",
-            a_start + 1,
-            b_start + 1
+            a_start + usize::from(a_len > 0),
+            b_start + usize::from(b_len > 0)
         );
         for op in &ops[start..end] {
             if printed == max_lines {
@@ -146,6 +148,18 @@ fn lcs_script(a: &[&str], b: &[&str]) -> Vec<Op> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_side_has_the_header_patch_expects() {
+        assert_eq!(
+            unified("f", "", "a\nb\n", 40),
+            "--- a/f\n+++ b/f\n@@ -0,0 +1,2 @@\n+a\n+b\n"
+        );
+        assert_eq!(
+            unified("f", "a\n", "", 40),
+            "--- a/f\n+++ b/f\n@@ -1,1 +0,0 @@\n-a\n"
+        );
+    }
 
     #[test]
     fn shows_changes_with_context() {
