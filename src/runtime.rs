@@ -21,11 +21,17 @@ pub const CHECKSUMS: &str = "CHECKSUMS";
 
 /// The runtime as this rsbuilder writes it: every file by its path in the project.
 pub fn files() -> BTreeMap<PathBuf, String> {
-    let mut files = BTreeMap::new();
-    collect(&RUNTIME, &mut files);
-    let checksums = checksums(&files);
-    files.insert(Path::new(DIR).join(CHECKSUMS), checksums);
-    files
+    // Hashed once per process: `init` asks for the files and for their checksum.
+    static FILES: std::sync::OnceLock<BTreeMap<PathBuf, String>> = std::sync::OnceLock::new();
+    FILES
+        .get_or_init(|| {
+            let mut files = BTreeMap::new();
+            collect(&RUNTIME, &mut files);
+            let checksums = checksums(&files);
+            files.insert(Path::new(DIR).join(CHECKSUMS), checksums);
+            files
+        })
+        .clone()
 }
 
 fn collect(dir: &Dir<'static>, out: &mut BTreeMap<PathBuf, String>) {
