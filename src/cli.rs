@@ -85,6 +85,14 @@ pub struct InitArgs {
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
     pub force: bool,
 
+    /// Accepted for kubebuilder's scripts: every rsbuilder project holds any number of groups
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub multigroup: bool,
+
+    /// Plugins, as kubebuilder names them: `go/v4` and `kustomize/v2` are what rsbuilder does
+    #[arg(long, value_delimiter = ',')]
+    pub plugins: Vec<String>,
+
     /// List what would be created or changed, and write nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -147,6 +155,10 @@ pub struct CreateWebhookArgs {
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
     pub force: bool,
 
+    /// Plugins, as kubebuilder names them: `go/v4` and `kustomize/v2` are what rsbuilder does
+    #[arg(long, value_delimiter = ',')]
+    pub plugins: Vec<String>,
+
     /// Regenerate the manifests from the compiled types afterwards (rsbuilder generate)
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
     pub make: bool,
@@ -205,7 +217,8 @@ pub struct CreateApiArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub run_as_user: Option<String>,
 
-    /// Plugins, as kubebuilder names them: `deploy-image/v1-alpha` goes with --image
+    /// Plugins, as kubebuilder names them: `go/v4`, `kustomize/v2`, and
+    /// `deploy-image/v1-alpha` with --image
     #[arg(long, value_delimiter = ',')]
     pub plugins: Vec<String>,
 

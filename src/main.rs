@@ -10,6 +10,7 @@ mod diff;
 mod lockfile;
 mod manifest;
 mod names;
+mod plugins;
 mod project;
 mod rbac;
 mod runtime;

@@ -540,23 +540,9 @@ fn decide_parts(
     Ok((resource, controller))
 }
 
-/// The plugins kubebuilder scripts pass to `create api`, and what rsbuilder makes of them.
-const DEPLOY_IMAGE_PLUGINS: &[&str] = &[
-    "deploy-image/v1-alpha",
-    "deploy-image.go.kubebuilder.io/v1-alpha",
-];
-
 /// Checks `--image` and the flags that go with it.
 fn resolve_image(args: &CreateApiArgs) -> anyhow::Result<Option<ImageOptions>> {
-    for plugin in &args.plugins {
-        if !DEPLOY_IMAGE_PLUGINS.contains(&plugin.as_str()) {
-            return Err(
-                UserError::new(format!("unknown plugin `{plugin}` for create api"))
-                    .help("rsbuilder knows `--plugins deploy-image/v1-alpha`, with --image")
-                    .into(),
-            );
-        }
-    }
+    let deploy_image = crate::plugins::check("create api", &args.plugins, true)?;
     let Some(image) = &args.image else {
         for (given, flag) in [
             (
@@ -568,7 +554,7 @@ fn resolve_image(args: &CreateApiArgs) -> anyhow::Result<Option<ImageOptions>> {
                 "--image-container-command",
             ),
             (args.run_as_user.is_some(), "--run-as-user"),
-            (!args.plugins.is_empty(), "--plugins deploy-image/v1-alpha"),
+            (deploy_image, "--plugins deploy-image/v1-alpha"),
         ] {
             if given {
                 return Err(

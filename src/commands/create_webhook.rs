@@ -126,6 +126,7 @@ fn default_path(verb: &str, names: &ResourceNames) -> String {
 }
 
 fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Request> {
+    crate::plugins::check("create webhook", &args.plugins, false)?;
     names::validate_group(&args.group, &project.domain)?;
     names::validate_version(&args.version)?;
     names::validate_kind(&args.kind)?;

@@ -72,6 +72,7 @@ pub fn run(args: InitArgs) -> anyhow::Result<()> {
 }
 
 fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
+    crate::plugins::check("init", &args.plugins, false)?;
     names::validate_domain(&args.domain)?;
     let (project_name, from_directory) = match &args.project_name {
         Some(name) => (name.clone(), false),
@@ -267,6 +268,8 @@ pub fn planned(name: &str, domain: &str, namespaced: bool) -> (Plan, Project) {
         license: License::Apache2,
         namespaced,
         force: false,
+        multigroup: false,
+        plugins: Vec::new(),
         dry_run: false,
     };
     let (context, project) = resolve(&args, Path::new("/tmp/x")).unwrap();
@@ -284,6 +287,8 @@ pub fn sample_context() -> tera::Context {
         license: License::Apache2,
         namespaced: true,
         force: false,
+        multigroup: false,
+        plugins: Vec::new(),
         dry_run: false,
     };
     let (context, _) = resolve(&args, Path::new("/tmp/x")).unwrap();

@@ -907,8 +907,8 @@ fn image_flags_are_checked_before_anything_is_written() {
         ),
         (
             &["--image=nginx", "--plugins=helm/v2-alpha"],
-            "unknown plugin `helm/v2-alpha` for create api",
-            "rsbuilder knows `--plugins deploy-image/v1-alpha`, with --image",
+            "plugin `helm/v2-alpha` is not supported by rsbuilder yet",
+            "drop it from --plugins; rsbuilder knows go/v4, kustomize/v2 and deploy-image/v1-alpha (with --image)",
         ),
     ];
     for (extra, error, help) in cases {

@@ -361,3 +361,23 @@ fn force_is_refused_where_apis_exist() {
         "run `rsbuilder init` in a new directory",
     );
 }
+
+#[test]
+fn kubebuilder_init_flags_are_accepted_and_unknown_plugins_refused() {
+    let ws = Workspace::new("otp-operator");
+    refuses(
+        &ws,
+        &["init", "--domain", "learn.com", "--plugins=helm/v2-alpha"],
+        "plugin `helm/v2-alpha` is not supported by rsbuilder yet",
+        "drop it from --plugins; rsbuilder knows go/v4 and kustomize/v2",
+    );
+    ws.run(&[
+        "init",
+        "--domain",
+        "learn.com",
+        "--plugins=go/v4,kustomize/v2",
+        "--multigroup",
+    ])
+    .success();
+    assert!(ws.read("PROJECT").contains("domain: learn.com\n"));
+}

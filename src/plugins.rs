@@ -1,0 +1,99 @@
+//! kubebuilder's `--plugins` keys, as scripts written for kubebuilder pass them: the keys of
+//! what rsbuilder does are accepted, the others refused by name, never ignored.
+
+use crate::ui::UserError;
+
+/// The Go and kustomize layouts: what rsbuilder always scaffolds, in Rust.
+const LAYOUT: &[&str] = &[
+    "go/v4",
+    "go.kubebuilder.io/v4",
+    "kustomize/v2",
+    "kustomize.common.kubebuilder.io/v2",
+];
+
+/// kubebuilder's deploy-image plugin: `create api --image`.
+pub const DEPLOY_IMAGE: &[&str] = &[
+    "deploy-image/v1-alpha",
+    "deploy-image.go.kubebuilder.io/v1-alpha",
+];
+
+/// Plugins kubebuilder has and rsbuilder does not, yet.
+const NOT_YET: &[&str] = &["grafana", "helm", "autoupdate"];
+
+/// Checks the `--plugins` of `command`; `deploy_image` says whether the command takes
+/// kubebuilder's deploy-image plugin. Returns whether that plugin is among them.
+pub fn check(command: &str, plugins: &[String], deploy_image: bool) -> Result<bool, UserError> {
+    let mut has_deploy_image = false;
+    for plugin in plugins {
+        let plugin = plugin.trim();
+        if LAYOUT.contains(&plugin) {
+            continue;
+        }
+        if deploy_image && DEPLOY_IMAGE.contains(&plugin) {
+            has_deploy_image = true;
+            continue;
+        }
+        let family = plugin.split(['/', '.']).next().unwrap_or(plugin);
+        let error = if NOT_YET.contains(&family) {
+            UserError::new(format!(
+                "plugin `{plugin}` is not supported by rsbuilder yet"
+            ))
+        } else {
+            UserError::new(format!("unknown plugin `{plugin}` for {command}"))
+        };
+        let known = if deploy_image {
+            "go/v4, kustomize/v2 and deploy-image/v1-alpha (with --image)"
+        } else {
+            "go/v4 and kustomize/v2"
+        };
+        return Err(error.help(format!("drop it from --plugins; rsbuilder knows {known}")));
+    }
+    Ok(has_deploy_image)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plugins(list: &[&str]) -> Vec<String> {
+        list.iter().map(|p| (*p).to_owned()).collect()
+    }
+
+    #[test]
+    fn kubebuilder_keys_are_accepted_or_refused_by_name() {
+        assert!(!check("init", &plugins(&["go/v4"]), false).unwrap());
+        assert!(
+            check(
+                "create api",
+                &plugins(&["go.kubebuilder.io/v4", "deploy-image/v1-alpha"]),
+                true
+            )
+            .unwrap()
+        );
+        let error = check("edit", &plugins(&["helm/v2-alpha"]), false).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "plugin `helm/v2-alpha` is not supported by rsbuilder yet"
+        );
+        assert_eq!(
+            error.help_text(),
+            Some("drop it from --plugins; rsbuilder knows go/v4 and kustomize/v2")
+        );
+        let error = check("init", &plugins(&["deploy-image/v1-alpha"]), false).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "unknown plugin `deploy-image/v1-alpha` for init"
+        );
+        let error = check(
+            "init",
+            &plugins(&["grafana.kubebuilder.io/v1-alpha"]),
+            false,
+        )
+        .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("plugin `grafana.kubebuilder.io/v1-alpha` is not supported")
+        );
+    }
+}
