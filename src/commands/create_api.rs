@@ -732,7 +732,7 @@ fn resolve_builtin(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Op
 
 /// The group and domain kubebuilder records for one of Kubernetes' own kinds: `core` for the
 /// core group, `networking` and `k8s.io` for `networking.k8s.io`.
-fn builtin_group(kind: &Builtin) -> (String, String) {
+pub(crate) fn builtin_group(kind: &Builtin) -> (String, String) {
     if kind.group.is_empty() {
         ("core".into(), String::new())
     } else if let Some(group) = kind.group.strip_suffix(".k8s.io") {

@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::apply::{self, Options};
 use crate::cli::CreateWebhookArgs;
 use crate::names::{self, ResourceNames};
-use crate::project::{self, Project, ResourceWebhooks};
+use crate::project::{self, Project, Resource, ResourceWebhooks};
 use crate::rbac;
 use crate::scaffold::{self, Insertion, Plan, PlannedFile, Policy};
 use crate::ui::{self, UserError};
@@ -71,6 +71,8 @@ struct Request {
     module_exists: bool,
     /// Whether no resource of the project has a webhook yet.
     first_in_project: bool,
+    /// The kind of Kubernetes itself the webhooks admit, when they admit one.
+    builtin: Option<&'static crate::names::builtin::Builtin>,
     force: bool,
 }
 
@@ -93,6 +95,13 @@ pub fn run(args: CreateWebhookArgs) -> anyhow::Result<()> {
     )?;
     if args.dry_run {
         return Ok(());
+    }
+    if request.builtin.is_some() {
+        ui::note(
+            "warning: a webhook on one of Kubernetes' own kinds also admits the operator's own objects of that kind; \
+             while no replica serves it, `failurePolicy: Fail` can keep the manager itself from starting. \
+             Narrow it with a namespaceSelector or an objectSelector in config/webhook.",
+        );
     }
     if args.make {
         super::generate::generate(&root, false).context(
@@ -192,12 +201,40 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
     }
 
     let qualified_group = names::qualified_group(&args.group, &project.domain);
-    let gvk = format!("{qualified_group}/{}, Kind={}", args.version, args.kind);
-    let Some(resource) = project
+    let mut gvk = format!("{qualified_group}/{}, Kind={}", args.version, args.kind);
+    let in_project = project
         .resources
         .iter()
-        .find(|r| r.is(&args.group, &args.version, &args.kind) && r.api.is_some())
-    else {
+        .find(|r| r.is(&args.group, &args.version, &args.kind) && r.api.is_some());
+    // Kubernetes' own kinds need no API in PROJECT.
+    let builtin = match in_project {
+        Some(_) => None,
+        None => names::builtin(&args.group, &args.version, &args.kind)?,
+    };
+    if let Some(kind) = builtin {
+        let shown = if kind.group.is_empty() {
+            "core"
+        } else {
+            kind.group
+        };
+        gvk = format!("{shown}/{}, Kind={}", kind.version, kind.kind);
+        if add.conversion {
+            return Err(UserError::new(format!(
+                "--conversion converts between the versions of a custom resource, and {gvk} is Kubernetes' own"
+            ))
+            .help("drop --conversion")
+            .into());
+        }
+    }
+    let core_record = builtin.map(super::create_api::builtin_group);
+    let resource = match (in_project, builtin, &core_record) {
+        (Some(resource), _, _) => Some(resource),
+        (None, Some(kind), Some((group, _))) => project.resources.iter().find(|r| {
+            r.core && r.group == *group && r.version == kind.version && r.kind == kind.kind
+        }),
+        _ => None,
+    };
+    if in_project.is_none() && builtin.is_none() {
         return Err(UserError::new(format!("no API {gvk} in PROJECT"))
             .help(format!(
                 "run `rsbuilder create api --group {} --version {} --kind {}` first",
@@ -211,13 +248,16 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
             ))
             .into());
     };
-    let names = ResourceNames::new(
-        &args.group,
-        &args.version,
-        &args.kind,
-        resource.plural.as_deref(),
-        &project.domain,
-    );
+    let names = match builtin {
+        Some(kind) => names::builtin_names(kind),
+        None => ResourceNames::new(
+            &args.group,
+            &args.version,
+            &args.kind,
+            resource.and_then(|r| r.plural.as_deref()),
+            &project.domain,
+        ),
+    };
     if let Some(plural) = &args.plural
         && *plural != names.plural
     {
@@ -277,7 +317,9 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
         }
     }
 
-    let existing = resource.webhooks.clone().unwrap_or_default();
+    let existing = resource
+        .and_then(|r| r.webhooks.clone())
+        .unwrap_or_default();
     let had = Kinds {
         defaulting: existing.defaulting,
         validation: existing.validation,
@@ -347,18 +389,13 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
     for other in project
         .resources
         .iter()
+        .filter(|r| !resource.is_some_and(|this| std::ptr::eq(this, *r)))
         .filter(|r| !r.is(&args.group, &args.version, &args.kind))
     {
         let Some(theirs) = &other.webhooks else {
             continue;
         };
-        let other_names = ResourceNames::new(
-            &other.group,
-            &other.version,
-            &other.kind,
-            other.plural.as_deref(),
-            &project.domain,
-        );
+        let other_names = resource_names(other, project);
         let taken = [
             theirs.defaulting.then(|| {
                 theirs
@@ -391,7 +428,13 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
 
     let first_in_project = project.resources.iter().all(|r| r.webhooks.is_none());
     Ok(Request {
-        namespaced: resource.api.as_ref().is_some_and(|api| api.namespaced),
+        namespaced: match builtin {
+            Some(kind) => kind.namespaced,
+            None => resource
+                .and_then(|r| r.api.as_ref())
+                .is_some_and(|api| api.namespaced),
+        },
+        builtin,
         names,
         add,
         all,
@@ -404,6 +447,26 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
         first_in_project,
         force: args.force,
     })
+}
+
+/// The names of a resource of PROJECT: a kind of the project's, or one of Kubernetes' own.
+fn resource_names(resource: &Resource, project: &Project) -> ResourceNames {
+    if resource.core
+        && let Ok(Some(kind)) = names::builtin(
+            &resource.group_with_domain(),
+            &resource.version,
+            &resource.kind,
+        )
+    {
+        return names::builtin_names(kind);
+    }
+    ResourceNames::new(
+        &resource.group,
+        &resource.version,
+        &resource.kind,
+        resource.plural.as_deref(),
+        &project.domain,
+    )
 }
 
 /// A webhook path: an absolute URL path the manifests and the router share.
@@ -449,6 +512,8 @@ struct Context {
     mutating_name: String,
     validating_name: String,
     spokes: Vec<Spoke>,
+    /// For one of Kubernetes' own kinds, its module under `k8s_openapi::api`.
+    builtin_module: Option<String>,
 }
 
 fn plan(
@@ -474,6 +539,7 @@ fn plan(
                 version: version.clone(),
             })
             .collect(),
+        builtin_module: request.builtin.map(|kind| kind.module.to_owned()),
     };
     let context = tera::Context::from_serialize(&context)?;
     let paths: [(&str, &str); 4] = [
@@ -561,10 +627,38 @@ fn manifests(on_disk: &BTreeMap<PathBuf, String>, plan: &Plan) -> anyhow::Result
 /// Records the webhooks in PROJECT and adds PROJECT to the plan, to be written last.
 fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Plan {
     let names = &request.names;
+    let (group, version, kind) = match request.builtin {
+        Some(builtin) => {
+            let (group, domain) = super::create_api::builtin_group(builtin);
+            if !project
+                .resources
+                .iter()
+                .any(|r| r.core && r.is(&group, builtin.version, builtin.kind))
+            {
+                project.resources.push(Resource {
+                    api: None,
+                    controller: false,
+                    core: true,
+                    domain,
+                    group: group.clone(),
+                    kind: builtin.kind.to_owned(),
+                    plural: None,
+                    version: builtin.version.to_owned(),
+                    webhooks: None,
+                });
+            }
+            (group, builtin.version.to_owned(), builtin.kind.to_owned())
+        }
+        None => (
+            names.group.clone(),
+            names.version.clone(),
+            names.kind.clone(),
+        ),
+    };
     if let Some(resource) = project
         .resources
         .iter_mut()
-        .find(|r| r.is(&names.group, &names.version, &names.kind))
+        .find(|r| r.is(&group, &version, &kind))
     {
         let all = request.all;
         resource.webhooks = Some(ResourceWebhooks {

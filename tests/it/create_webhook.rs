@@ -367,3 +367,53 @@ fn generate_names_a_malformed_webhook_marker_with_its_line() {
     );
     assert_same_tree(&before, &ws.snapshot(), "a failed generate");
 }
+
+#[test]
+fn kinds_of_kubernetes_get_webhooks_without_an_api_in_project() {
+    let ws = project();
+    let assert = webhook(
+        &ws,
+        "--group core --version v1 --kind Pod --programmatic-validation",
+    )
+    .success();
+    assert!(stderr(&assert).contains("warning: a webhook on one of Kubernetes' own kinds"));
+    webhook(
+        &ws,
+        "--group apps --version v1 --kind Deployment --defaulting",
+    )
+    .success();
+    webhook(
+        &ws,
+        "--group apps --version v1 --kind Deployment --programmatic-validation",
+    )
+    .success();
+    let pod = ws.read("operator/src/webhooks/core/v1/pod.rs");
+    assert!(
+        pod.contains("type Object = k8s_openapi::api::core::v1::Pod;"),
+        "{pod}"
+    );
+    assert!(pod.contains("pub const VALIDATION_PATH: &str = \"/validate--v1-pod\";"));
+    let manifests = ws.read("config/webhook/manifests.yaml");
+    assert!(
+        manifests.contains("  - apiGroups:\n    - \"\"\n"),
+        "{manifests}"
+    );
+    assert!(manifests.contains("      path: /mutate-apps-v1-deployment\n"));
+    let project = ws.read("PROJECT");
+    assert!(
+        project.contains("- core: true\n  group: core\n  kind: Pod\n  version: v1\n  webhooks:\n    validation: true\n"),
+        "{project}"
+    );
+    refuses(
+        &ws,
+        "--group apps --version v1 --kind Deployment --conversion --spoke v2",
+        "--conversion converts between the versions of a custom resource, and apps/v1, Kind=Deployment is Kubernetes' own",
+        "drop --conversion",
+    );
+    refuses(
+        &ws,
+        "--group apps --version v1 --kind Deployment --defaulting",
+        "a defaulting webhook for apps/v1, Kind=Deployment already exists",
+        "pass --force to scaffold it again",
+    );
+}

@@ -90,6 +90,10 @@ const SCENARIOS: &[Scenario] = &[
             "create api --group apps --version v1 --kind Deployment --resource=false --controller",
             "create api --group core --version v1 --kind Pod --resource=false --controller",
             "create api --group rbac.authorization --version v1 --kind ClusterRole --resource=false --controller",
+            // Webhooks for Kubernetes' own kinds, as kubebuilder's scripts make them.
+            "create webhook --group core --version v1 --kind Pod --programmatic-validation",
+            "create webhook --group apps --version v1 --kind Deployment --defaulting",
+            "create webhook --group apps --version v1 --kind Deployment --programmatic-validation",
         ],
     },
     // Webhooks: the Application operator of defaulting and validation, and a kind with two

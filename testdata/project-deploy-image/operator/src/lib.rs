@@ -5,4 +5,5 @@
 //! drive their reconcile functions against a mocked API server.
 
 pub mod controllers;
+pub mod webhooks;
 // +rsbuilder:scaffold:modules

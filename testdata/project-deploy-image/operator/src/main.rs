@@ -7,6 +7,8 @@ use clap::Parser;
 use rsbuilder_runtime::{Manager, ManagerArgs, Registration, telemetry};
 
 use memcached_operator::controllers;
+
+use memcached_operator::webhooks;
 // +rsbuilder:scaffold:imports
 
 /// The name of the Lease that replicas compete for when `--leader-elect` is on.
@@ -38,6 +40,7 @@ async fn main() -> anyhow::Result<()> {
     Manager::new(args.manager)
         .await?
         .leader_election_id(LEADER_ELECTION_ID)
+        .webhooks(webhooks::all())
         // +rsbuilder:scaffold:manager
         .run(controllers)
         .await

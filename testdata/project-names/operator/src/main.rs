@@ -7,6 +7,7 @@ use clap::Parser;
 use rsbuilder_runtime::{Manager, ManagerArgs, Registration, telemetry};
 
 use names_operator::controllers;
+
 use names_operator::webhooks;
 // +rsbuilder:scaffold:imports
 

@@ -7,6 +7,7 @@ use clap::Parser;
 use rsbuilder_runtime::{Manager, ManagerArgs, Registration, telemetry};
 
 use ns_operator::controllers;
+
 use ns_operator::webhooks;
 // +rsbuilder:scaffold:imports
 

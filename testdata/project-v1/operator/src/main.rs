@@ -7,6 +7,7 @@ use clap::Parser;
 use rsbuilder_runtime::{Manager, ManagerArgs, Registration, telemetry};
 
 use otp_operator::controllers;
+
 use otp_operator::webhooks;
 // +rsbuilder:scaffold:imports
 

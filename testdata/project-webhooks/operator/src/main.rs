@@ -7,6 +7,7 @@ use clap::Parser;
 use rsbuilder_runtime::{Manager, ManagerArgs, Registration, telemetry};
 
 use myoperator::controllers;
+
 use myoperator::webhooks;
 // +rsbuilder:scaffold:imports
 
