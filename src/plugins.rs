@@ -12,7 +12,7 @@ const LAYOUT: &[&str] = &[
 ];
 
 /// kubebuilder's deploy-image plugin: `create api --image`.
-pub const DEPLOY_IMAGE: &[&str] = &[
+const DEPLOY_IMAGE: &[&str] = &[
     "deploy-image/v1-alpha",
     "deploy-image.go.kubebuilder.io/v1-alpha",
 ];

@@ -292,8 +292,12 @@ impl Project {
         out.push_str(
             "# This file records how the project was scaffolded; rsbuilder reads it on every command.\n",
         );
-        let _ = writeln!(out, "cliVersion: {}", scalar(&self.cli_version));
-        let _ = writeln!(out, "domain: {}", scalar(&self.domain));
+        let _ = writeln!(
+            out,
+            "cliVersion: {}",
+            crate::yaml::scalar(&self.cli_version)
+        );
+        let _ = writeln!(out, "domain: {}", crate::yaml::scalar(&self.domain));
         let _ = writeln!(out, "layout:\n- {LAYOUT}");
         if self.namespaced {
             out.push_str("namespaced: true\n");
@@ -303,7 +307,7 @@ impl Project {
             let _ = writeln!(out, "  {DEPLOY_IMAGE}:\n    resources:");
             for image in &self.deploy_images {
                 if !image.domain.is_empty() {
-                    let _ = writeln!(out, "    - domain: {}", scalar(&image.domain));
+                    let _ = writeln!(out, "    - domain: {}", crate::yaml::scalar(&image.domain));
                 }
                 let mut first = image.domain.is_empty();
                 let mut key = |out: &mut String, text: String| {
@@ -312,9 +316,15 @@ impl Project {
                     first = false;
                 };
                 if !image.group.is_empty() {
-                    key(&mut out, format!("group: {}\n", scalar(&image.group)));
+                    key(
+                        &mut out,
+                        format!("group: {}\n", crate::yaml::scalar(&image.group)),
+                    );
                 }
-                key(&mut out, format!("kind: {}\n", scalar(&image.kind)));
+                key(
+                    &mut out,
+                    format!("kind: {}\n", crate::yaml::scalar(&image.kind)),
+                );
                 key(&mut out, "options:\n".to_owned());
                 let options = &image.options;
                 for (name, value) in [
@@ -327,26 +337,34 @@ impl Project {
                         let _ = writeln!(out, "        {name}: {}", quoted(value));
                     }
                 }
-                let _ = writeln!(out, "      version: {}", scalar(&image.version));
+                let _ = writeln!(
+                    out,
+                    "      version: {}",
+                    crate::yaml::scalar(&image.version)
+                );
             }
         }
         let _ = writeln!(
             out,
             "  {LAYOUT}:\n    k8sOpenapiVersion: {}\n    kubeVersion: {}",
-            scalar(&self.k8s_openapi_version),
-            scalar(&self.kube_version)
+            crate::yaml::scalar(&self.k8s_openapi_version),
+            crate::yaml::scalar(&self.kube_version)
         );
         if let Some(runtime) = &self.runtime {
             let _ = writeln!(
                 out,
                 "    runtimeChecksum: {}\n    runtimeVersion: {}",
-                scalar(&runtime.checksum),
-                scalar(&runtime.version)
+                crate::yaml::scalar(&runtime.checksum),
+                crate::yaml::scalar(&runtime.version)
             );
         }
-        let _ = writeln!(out, "projectName: {}", scalar(&self.project_name));
+        let _ = writeln!(
+            out,
+            "projectName: {}",
+            crate::yaml::scalar(&self.project_name)
+        );
         if let Some(repo) = &self.repo {
-            let _ = writeln!(out, "repo: {}", scalar(repo));
+            let _ = writeln!(out, "repo: {}", crate::yaml::scalar(repo));
         }
         if !self.resources.is_empty() {
             out.push_str("resources:\n");
@@ -360,7 +378,11 @@ impl Project {
             };
             if let Some(api) = &resource.api {
                 key(&mut out, "api:\n");
-                let _ = writeln!(out, "    crdVersion: {}", scalar(&api.crd_version));
+                let _ = writeln!(
+                    out,
+                    "    crdVersion: {}",
+                    crate::yaml::scalar(&api.crd_version)
+                );
                 if api.namespaced {
                     out.push_str("    namespaced: true\n");
                 }
@@ -372,18 +394,30 @@ impl Project {
                 key(&mut out, "core: true\n");
             }
             if !resource.domain.is_empty() {
-                key(&mut out, &format!("domain: {}\n", scalar(&resource.domain)));
+                key(
+                    &mut out,
+                    &format!("domain: {}\n", crate::yaml::scalar(&resource.domain)),
+                );
             }
             if !resource.group.is_empty() {
-                key(&mut out, &format!("group: {}\n", scalar(&resource.group)));
-            }
-            key(&mut out, &format!("kind: {}\n", scalar(&resource.kind)));
-            if let Some(plural) = &resource.plural {
-                key(&mut out, &format!("plural: {}\n", scalar(plural)));
+                key(
+                    &mut out,
+                    &format!("group: {}\n", crate::yaml::scalar(&resource.group)),
+                );
             }
             key(
                 &mut out,
-                &format!("version: {}\n", scalar(&resource.version)),
+                &format!("kind: {}\n", crate::yaml::scalar(&resource.kind)),
+            );
+            if let Some(plural) = &resource.plural {
+                key(
+                    &mut out,
+                    &format!("plural: {}\n", crate::yaml::scalar(plural)),
+                );
+            }
+            key(
+                &mut out,
+                &format!("version: {}\n", crate::yaml::scalar(&resource.version)),
             );
             if let Some(webhooks) = &resource.webhooks {
                 out.push_str("  webhooks:\n");
@@ -394,24 +428,24 @@ impl Project {
                     out.push_str("    defaulting: true\n");
                 }
                 if let Some(path) = &webhooks.defaulting_path {
-                    let _ = writeln!(out, "    defaultingPath: {}", scalar(path));
+                    let _ = writeln!(out, "    defaultingPath: {}", crate::yaml::scalar(path));
                 }
                 if !webhooks.spoke.is_empty() {
                     out.push_str("    spoke:\n");
                     for version in &webhooks.spoke {
-                        let _ = writeln!(out, "    - {}", scalar(version));
+                        let _ = writeln!(out, "    - {}", crate::yaml::scalar(version));
                     }
                 }
                 if webhooks.validation {
                     out.push_str("    validation: true\n");
                 }
                 if let Some(path) = &webhooks.validation_path {
-                    let _ = writeln!(out, "    validationPath: {}", scalar(path));
+                    let _ = writeln!(out, "    validationPath: {}", crate::yaml::scalar(path));
                 }
                 let _ = writeln!(
                     out,
                     "    webhookVersion: {}",
-                    scalar(&webhooks.webhook_version)
+                    crate::yaml::scalar(&webhooks.webhook_version)
                 );
             }
         }
@@ -427,15 +461,10 @@ fn quoted(value: &str) -> String {
         .chars()
         .any(|c| c.is_control() || c == '"' || c == '\\')
     {
-        scalar(value)
+        crate::yaml::scalar(value)
     } else {
         format!("\"{value}\"")
     }
-}
-
-/// A YAML scalar, as every YAML file of rsbuilder writes one.
-fn scalar(value: &str) -> String {
-    crate::yaml::scalar(value)
 }
 
 #[cfg(test)]
@@ -645,7 +674,7 @@ mod tests {
         );
         assert_eq!(parsed["version"].as_str(), Some("3"));
         for tricky in ["true", "1.0", "null", "~", "yes", "0x1f"] {
-            let quoted = scalar(tricky);
+            let quoted = crate::yaml::scalar(tricky);
             let parsed: serde_yaml::Value = serde_yaml::from_str(&quoted).unwrap();
             assert_eq!(parsed.as_str(), Some(tricky), "{quoted}");
         }

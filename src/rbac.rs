@@ -256,7 +256,7 @@ pub fn role_yaml(markers: &[Marker], namespaced_project: bool) -> String {
                     first = false;
                     let _ = writeln!(out, "{key}:");
                     for item in items {
-                        let _ = writeln!(out, "  - {}", quote(item));
+                        let _ = writeln!(out, "  - {}", crate::yaml::scalar(item));
                     }
                 };
             if let Some(group) = &rule.group {
@@ -342,11 +342,6 @@ fn merge(markers: &[&Marker]) -> Vec<Rule> {
     url_rules.sort_by(|a, b| a.urls.cmp(&b.urls));
     merged.extend(url_rules);
     merged
-}
-
-/// A YAML scalar that reads back as the same string.
-fn quote(value: &str) -> String {
-    crate::yaml::scalar(value)
 }
 
 #[cfg(test)]

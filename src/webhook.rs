@@ -245,7 +245,7 @@ pub fn manifests(markers: &[Marker]) -> Result<String, UserError> {
 fn write_webhook(out: &mut String, m: &Marker) {
     let list = |out: &mut String, indent: &str, items: &[String]| {
         for item in items {
-            let _ = writeln!(out, "{indent}- {}", quote(item));
+            let _ = writeln!(out, "{indent}- {}", crate::yaml::scalar(item));
         }
     };
     out.push_str("- admissionReviewVersions:\n");
@@ -253,13 +253,13 @@ fn write_webhook(out: &mut String, m: &Marker) {
     let _ = write!(
         out,
         "  clientConfig:\n    service:\n      name: webhook-service\n      namespace: system\n      path: {}\n",
-        quote(&m.path)
+        crate::yaml::scalar(&m.path)
     );
     let _ = writeln!(out, "  failurePolicy: {}", m.failure_policy);
     if let Some(policy) = &m.match_policy {
         let _ = writeln!(out, "  matchPolicy: {policy}");
     }
-    let _ = writeln!(out, "  name: {}", quote(&m.name));
+    let _ = writeln!(out, "  name: {}", crate::yaml::scalar(&m.name));
     if let Some(policy) = &m.reinvocation_policy {
         let _ = writeln!(out, "  reinvocationPolicy: {policy}");
     }
@@ -275,11 +275,6 @@ fn write_webhook(out: &mut String, m: &Marker) {
     if let Some(seconds) = m.timeout_seconds {
         let _ = writeln!(out, "  timeoutSeconds: {seconds}");
     }
-}
-
-/// A YAML scalar, as every YAML file of rsbuilder writes one.
-fn quote(value: &str) -> String {
-    crate::yaml::scalar(value)
 }
 
 #[cfg(test)]

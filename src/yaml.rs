@@ -5,7 +5,7 @@
 /// Plain scalars that YAML 1.1 reads as booleans, and YAML 1.2's core schema as strings
 /// (`true`, `null` and their kin are the same in both, and serde_yaml quotes them already).
 /// The generated api crate quotes the same words in the CRDs crdgen prints.
-const YAML_1_1_WORDS: &[&str] = &[
+pub const YAML_1_1_WORDS: &[&str] = &[
     "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
     "OFF",
 ];

@@ -509,11 +509,6 @@ fn decide_parts(
         .help("pass --resource, --controller or both")
         .into());
     }
-    if resource && this.is_some_and(|r| r.api.is_some()) && !args.force {
-        return Err(UserError::new(format!("API {gvk} already exists"))
-            .help("pass --force to scaffold it again")
-            .into());
-    }
     if controller && kind_has_controller && !args.force {
         return Err(UserError::new(format!(
             "a controller for {} Kind={} already exists",
@@ -821,10 +816,10 @@ fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Pla
         namespaced: request.namespaced,
         storage: request.storage(),
         versions: Vec::new(),
-        kind_yaml: yaml_scalar(&names.kind),
-        plural_yaml: yaml_scalar(&names.plural),
-        singular_yaml: yaml_scalar(&names.kind_lower),
-        short_name_yaml: names.short_name.as_deref().map(yaml_scalar),
+        kind_yaml: crate::yaml::scalar(&names.kind),
+        plural_yaml: crate::yaml::scalar(&names.plural),
+        singular_yaml: crate::yaml::scalar(&names.kind_lower),
+        short_name_yaml: names.short_name.as_deref().map(crate::yaml::scalar),
         crd_file: crd_file.clone(),
         sample_file: sample_file.clone(),
         image: None,
@@ -843,16 +838,16 @@ fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Pla
         Mode::Standard => {}
         Mode::Image(options) => {
             context.image = Some(options.image.clone());
-            context.image_yaml = Some(yaml_scalar(&options.image));
-            context.spec_description_yaml = Some(yaml_scalar(&format!(
+            context.image_yaml = Some(crate::yaml::scalar(&options.image));
+            context.spec_description_yaml = Some(crate::yaml::scalar(&format!(
                 "{kind}Spec defines the desired state of {kind}: what its Deployment runs.",
                 kind = names.kind
             )));
-            context.image_description_yaml = Some(yaml_scalar(&format!(
+            context.image_description_yaml = Some(crate::yaml::scalar(&format!(
                 "The container image; `{}` when unset.",
                 options.image
             )));
-            context.ports_description_yaml = Some(yaml_scalar(&match options.port {
+            context.ports_description_yaml = Some(crate::yaml::scalar(&match options.port {
                 Some(port) => {
                     format!("The ports the container listens on; port {port} when unset.")
                 }
@@ -1081,9 +1076,4 @@ fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Pla
         policy: Policy::Regenerated,
     });
     plan
-}
-
-/// `value` as crdgen writes it, so that templates reproduce crdgen's output byte for byte.
-fn yaml_scalar(value: &str) -> String {
-    crate::yaml::scalar(value)
 }

@@ -110,11 +110,7 @@ const VERSIONS: &[&str] = &["v1", "v2", "v1beta1", "v1alpha1", "v10alpha3"];
 
 const PLURALS: &[&str] = &["foo", "on", "yes", "no", "x", "cds", "a-b", "people"];
 
-/// Plain scalars that YAML 1.1 reads as booleans, and YAML 1.2 as strings.
-const YAML_1_1_WORDS: &[&str] = &[
-    "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
-    "OFF",
-];
+use crate::yaml::YAML_1_1_WORDS;
 
 /// A xorshift generator: deterministic, and enough to mix the lists above.
 struct Rng(u64);
