@@ -47,6 +47,11 @@ if ! command -v "$kubectl_bin" >/dev/null 2>&1; then
 fi
 
 export CARGO_TARGET_DIR="$root/target/golden"
+# Each golden project is built once, in a fresh copy whose path changes from run to run: an
+# incremental cache would never be reused, and full debug information of the operator crates
+# (half a gigabyte each) would fill small disks. Line tables still give backtraces.
+export CARGO_INCREMENTAL=0
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 work="$(mktemp -d -t rsbuilder-golden.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 
@@ -99,6 +104,17 @@ for golden in testdata/*/; do
     failed=$((failed + 1))
     failures+=("$name")
   fi
+  # The project's own crates are built from a path no later run uses again: drop them, so
+  # that the shared target directory keeps only the dependencies the projects share.
+  packages=()
+  while IFS= read -r package; do
+    packages+=(-p "$package")
+  done < <(cd "$copy" && cargo metadata --no-deps --format-version 1 --offline 2>/dev/null \
+    | python3 -c 'import json, sys; print("\n".join(p["name"] for p in json.load(sys.stdin)["packages"]))')
+  if ((${#packages[@]} > 0)); then
+    (cd "$copy" && cargo clean --quiet "${packages[@]}") || true
+  fi
+  rm -rf "$copy"
 done
 
 step "user journeys"
