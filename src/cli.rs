@@ -27,6 +27,8 @@ pub enum Command {
     /// Scaffold a Kubernetes API (a kind's types and manifests), a controller, or webhooks
     #[command(subcommand)]
     Create(CreateCommand),
+    /// Change what `init` decided for this project: its scope, license and owner
+    Edit(EditArgs),
     /// Regenerate the CRDs (from the compiled types), the RBAC role and the webhook
     /// configurations (from the markers)
     Generate {
@@ -94,6 +96,40 @@ pub struct InitArgs {
     pub plugins: Vec<String>,
 
     /// List what would be created or changed, and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Flags of `rsbuilder edit`.
+#[derive(Debug, Args)]
+pub struct EditArgs {
+    /// Switch the manager between watching its own namespace (a Role, `WATCH_NAMESPACE`) and
+    /// the whole cluster (a ClusterRole) [default: as it is]
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub namespaced: Option<bool>,
+
+    /// Accepted for kubebuilder's scripts: every rsbuilder project holds any number of groups
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub multigroup: Option<bool>,
+
+    /// License of the project, in the workspace Cargo.toml and the README [default: as it is]
+    #[arg(long, value_enum)]
+    pub license: Option<License>,
+
+    /// Copyright owner, in `authors =` of the workspace Cargo.toml [default: as it is]
+    #[arg(long)]
+    pub owner: Option<String>,
+
+    /// Plugins, as kubebuilder names them: `go/v4` and `kustomize/v2` are what rsbuilder does
+    #[arg(long, value_delimiter = ',')]
+    pub plugins: Vec<String>,
+
+    /// Overwrite the scaffold's config files (manager.yaml, the role binding) where their lines
+    /// were edited by hand; files the user owns, such as main.rs, are never overwritten
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub force: bool,
+
+    /// List what would be changed, and write nothing
     #[arg(long)]
     pub dry_run: bool,
 }
@@ -199,6 +235,16 @@ pub struct CreateApiArgs {
     /// Scaffold a controller for the kind [default: ask on a terminal, else true unless the kind has one]
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub controller: Option<bool>,
+
+    /// Name of the controller, a DNS-1035 label: a kind may have several controllers, each
+    /// with its own module, field manager and finalizer [default: the kind's]
+    #[arg(long)]
+    pub controller_name: Option<String>,
+
+    /// Server-side apply: every field of the kind's spec is optional and left out when unset,
+    /// so that a partial object is its own apply configuration
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub ssa: bool,
 
     /// Run this image: the kind's spec describes a Deployment (size, image, resources, env,
     /// ports) that its controller creates and keeps in line (kubebuilder's deploy-image plugin)

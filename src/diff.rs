@@ -83,6 +83,68 @@ impl Op {
     }
 }
 
+/// Carries the change from `old` to `new` over to `target`, a version of `old` that someone
+/// edited: each changed run of lines, with up to two unchanged lines either side, must occur in
+/// `target` exactly once. `None` when one does not, so that the caller can refuse rather than
+/// guess.
+pub fn carry_over(old: &str, new: &str, target: &str) -> Option<String> {
+    const CONTEXT: usize = 2;
+    let a: Vec<&str> = old.split_inclusive('\n').collect();
+    let b: Vec<&str> = new.split_inclusive('\n').collect();
+    let ops = edit_script(&a, &b);
+    // Hunks: (start, end) in `old` and the lines of `new` that replace `old[start..end]`.
+    let mut hunks: Vec<(usize, usize, Vec<&str>)> = Vec::new();
+    let mut index = 0;
+    while index < ops.len() {
+        if let Op::Same(..) = ops[index] {
+            index += 1;
+            continue;
+        }
+        let start = ops[index].positions().0;
+        let mut end = start;
+        let mut lines = Vec::new();
+        while index < ops.len() {
+            match ops[index] {
+                Op::Same(..) => break,
+                Op::Delete(i, _) => end = i + 1,
+                Op::Insert(_, j) => lines.push(b[j]),
+            }
+            index += 1;
+        }
+        let end = end.max(start);
+        // Hunks whose context would overlap are one hunk.
+        match hunks.last_mut() {
+            Some((_, last_end, last_lines)) if start < *last_end + 2 * CONTEXT => {
+                last_lines.extend(&a[*last_end..start]);
+                last_lines.extend(lines);
+                *last_end = end;
+            }
+            _ => hunks.push((start, end, lines)),
+        }
+    }
+    let mut text: Vec<&str> = target.split_inclusive('\n').collect();
+    // From the last hunk to the first, so that the positions of earlier ones stay valid in `a`.
+    for (start, end, lines) in hunks.into_iter().rev() {
+        let before = start.saturating_sub(CONTEXT);
+        let after = (end + CONTEXT).min(a.len());
+        if before == start && after == end {
+            return None;
+        }
+        let needle = &a[before..after];
+        let found: Vec<usize> = (0..=text.len().saturating_sub(needle.len()))
+            .filter(|&at| text.len() >= needle.len() && text[at..at + needle.len()] == *needle)
+            .collect();
+        let [at] = found[..] else {
+            return None;
+        };
+        let mut replacement: Vec<&str> = a[before..start].to_vec();
+        replacement.extend(lines);
+        replacement.extend(&a[end..after]);
+        text.splice(at..at + needle.len(), replacement);
+    }
+    Some(text.concat())
+}
+
 /// Largest table of the longest-common-subsequence search; beyond it, the changed middle is
 /// shown as removed and added whole.
 const MAX_TABLE: usize = 4_000_000;
@@ -147,6 +209,28 @@ fn lcs_script(a: &[&str], b: &[&str]) -> Vec<Op> {
 
 #[cfg(test)]
 mod tests {
+    use super::carry_over;
+
+    #[test]
+    fn a_change_is_carried_over_to_an_edited_copy() {
+        let old = "a\nb\nc\nd\ne\nf\ng\nh\n";
+        let new = "a\nb\nc\nD\ne\nf\ng\nh\ni\n";
+        let edited = "x\na\nb\nc\nd\ne\nf\ny\ng\nh\n";
+        assert_eq!(
+            carry_over(old, new, edited).as_deref(),
+            Some("x\na\nb\nc\nD\ne\nf\ny\ng\nh\ni\n")
+        );
+    }
+
+    #[test]
+    fn a_change_whose_context_was_edited_or_repeats_is_not_carried_over() {
+        let old = "a\nb\nc\nd\ne\n";
+        let new = "a\nb\nC\nd\ne\n";
+        assert_eq!(carry_over(old, new, "a\nB\nc\nd\ne\n"), None);
+        assert_eq!(carry_over(old, new, "a\nb\nc\nd\ne\na\nb\nc\nd\ne\n"), None);
+        assert_eq!(carry_over(old, new, old).as_deref(), Some(new));
+    }
+
     use super::*;
 
     #[test]

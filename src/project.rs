@@ -94,9 +94,12 @@ pub struct Resource {
     /// Present when rsbuilder scaffolded the kind's types.
     #[serde(default)]
     pub api: Option<ResourceApi>,
-    /// Whether the kind has a controller.
+    /// Whether the kind has its own, unnamed controller.
     #[serde(default)]
     pub controller: bool,
+    /// The controllers named with `--controller-name`, in the order they were created.
+    #[serde(default)]
+    pub controllers: Vec<NamedController>,
     /// Whether the kind is one of Kubernetes' own (`apps/v1 Deployment`): a controller without
     /// types.
     #[serde(default)]
@@ -117,6 +120,14 @@ pub struct Resource {
     /// The webhooks of this version, when `create webhook` made any.
     #[serde(default)]
     pub webhooks: Option<ResourceWebhooks>,
+}
+
+/// A controller of a kind named with `--controller-name`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamedController {
+    /// A DNS-1035 label.
+    pub name: String,
 }
 
 /// The webhooks of one group/version/kind, as kubebuilder records them.
@@ -159,6 +170,9 @@ pub struct ResourceApi {
     /// Whether the kind is namespaced.
     #[serde(default)]
     pub namespaced: bool,
+    /// Whether the kind's types are their own apply configurations (`--ssa`).
+    #[serde(default)]
+    pub ssa: bool,
 }
 
 impl Resource {
@@ -247,11 +261,18 @@ fn parse(text: &str) -> anyhow::Result<Project> {
         .into());
     }
     // A hand-edited value would reach generated code and file names: check it again.
+    let controller_names = stored
+        .resources
+        .iter()
+        .flat_map(|r| &r.controllers)
+        .map(|c| crate::names::validate_controller_name(&c.name).err());
     let checks = [
         crate::names::validate_domain(&stored.domain).err(),
         crate::names::validate_project_name(&stored.project_name, false).err(),
-    ];
-    if let Some(error) = checks.into_iter().flatten().next() {
+    ]
+    .into_iter()
+    .chain(controller_names);
+    if let Some(error) = checks.flatten().next() {
         return Err(UserError::new(format!("PROJECT is not valid: {error}"))
             .help("correct the value in PROJECT, or restore the file from version control")
             .into());
@@ -386,9 +407,18 @@ impl Project {
                 if api.namespaced {
                     out.push_str("    namespaced: true\n");
                 }
+                if api.ssa {
+                    out.push_str("    ssa: true\n");
+                }
             }
             if resource.controller {
                 key(&mut out, "controller: true\n");
+            }
+            if !resource.controllers.is_empty() {
+                key(&mut out, "controllers:\n");
+                for controller in &resource.controllers {
+                    let _ = writeln!(out, "  - name: {}", crate::yaml::scalar(&controller.name));
+                }
             }
             if resource.core {
                 key(&mut out, "core: true\n");
@@ -494,8 +524,10 @@ mod tests {
                 api: Some(ResourceApi {
                     crd_version: "v1".into(),
                     namespaced: true,
+                    ssa: false,
                 }),
                 controller: true,
+                controllers: Vec::new(),
                 core: false,
                 domain: "learn.com".into(),
                 group: "appotp".into(),
@@ -516,8 +548,10 @@ mod tests {
                 api: Some(ResourceApi {
                     crd_version: "v1".into(),
                     namespaced: false,
+                    ssa: false,
                 }),
                 controller: false,
+                controllers: Vec::new(),
                 core: false,
                 domain: "learn.com".into(),
                 group: "fleet".into(),
@@ -544,6 +578,7 @@ mod tests {
             Resource {
                 api: None,
                 controller: true,
+                controllers: Vec::new(),
                 core: true,
                 domain: String::new(),
                 group: "apps".into(),
@@ -555,6 +590,7 @@ mod tests {
             Resource {
                 api: None,
                 controller: true,
+                controllers: Vec::new(),
                 core: true,
                 domain: "k8s.io".into(),
                 group: "networking".into(),
@@ -621,6 +657,13 @@ mod tests {
             (
                 good.replace("projectName: otp-operator", "projectName: My_Operator"),
                 "PROJECT is not valid: invalid project name `My_Operator`",
+            ),
+            (
+                good.replace(
+                    "version: \"3\"",
+                    "resources:\n- controllers:\n  - name: Bad_Name\n  kind: Foo\n  version: v1\nversion: \"3\"",
+                ),
+                "PROJECT is not valid: invalid controller name `Bad_Name`",
             ),
             (
                 good.replace("version: \"3\"", "version: \"3\"\nmultigroup: true"),

@@ -12,7 +12,9 @@ use crate::apply::{self, Options};
 use crate::cli::CreateApiArgs;
 use crate::names::builtin::Builtin;
 use crate::names::{self, ResourceNames};
-use crate::project::{self, DeployImage, DeployImageOptions, Project, Resource, ResourceApi};
+use crate::project::{
+    self, DeployImage, DeployImageOptions, NamedController, Project, Resource, ResourceApi,
+};
 use crate::rbac;
 use crate::scaffold::{self, Plan, PlannedFile, Policy};
 use crate::ui::{self, UserError};
@@ -36,6 +38,8 @@ struct Context {
     crate_ident: String,
     api_crate_ident: String,
     namespaced: bool,
+    /// `--ssa`: every field of the spec is an `Option` left out when unset.
+    ssa: bool,
     storage: bool,
     versions: Vec<CrdVersion>,
     crd_file: String,
@@ -94,6 +98,10 @@ struct Request {
     /// Whether this version is new to a kind that has others.
     joins_kind: bool,
     mode: Mode,
+    /// `--controller-name`, recorded in PROJECT.
+    controller_name: Option<String>,
+    /// `--ssa`: the spec's fields are all optional.
+    ssa: bool,
 }
 
 impl Request {
@@ -138,7 +146,7 @@ pub fn run(args: CreateApiArgs) -> anyhow::Result<()> {
     if request.controller {
         next.push_str(&format!(
             "  implement reconcile in operator/src/controllers/{}/{}.rs\n",
-            names.group_dir, names.kind_file
+            names.group_dir, names.controller_file
         ));
     }
     next.push_str("  cargo test && make install run");
@@ -160,7 +168,33 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
     if let Some(plural) = &args.plural {
         names::validate_plural(plural)?;
     }
+    if let Some(name) = &args.controller_name {
+        names::validate_controller_name(name)?;
+        if args.controller == Some(false) {
+            return Err(UserError::new(format!(
+                "--controller-name {name} names a controller, but --controller=false scaffolds none"
+            ))
+            .help("drop --controller=false, or drop --controller-name")
+            .into());
+        }
+    }
     let image = resolve_image(args)?;
+    if args.ssa && (args.image.is_some() || args.resource == Some(false)) {
+        return Err(UserError::new(format!(
+            "--ssa shapes the types of a kind, and {} scaffolds none of its own",
+            if args.image.is_some() {
+                "--image"
+            } else {
+                "--resource=false"
+            }
+        ))
+        .help(if args.image.is_some() {
+            "drop --ssa: the spec of a kind that runs an image is applied whole by its controller"
+        } else {
+            "drop --resource=false, or drop --ssa"
+        })
+        .into());
+    }
     if image.is_none()
         && let Some(request) = resolve_builtin(args, project)?
     {
@@ -223,6 +257,8 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         versions,
         joins_kind,
         mode: image.map_or(Mode::Standard, Mode::Image),
+        controller_name: args.controller_name.clone(),
+        ssa: args.ssa,
     })
 }
 
@@ -328,13 +364,16 @@ fn derive_names(
     project: &Project,
     plural: Option<&str>,
 ) -> anyhow::Result<ResourceNames> {
-    let names = ResourceNames::new(
+    let mut names = ResourceNames::new(
         &args.group,
         &args.version,
         &args.kind,
         plural,
         &project.domain,
     );
+    if let Some(name) = &args.controller_name {
+        names = names.with_controller(name);
+    }
     // The CRD's file, `<group>_<plural>.yaml`, must fit the file systems' 255 bytes too.
     let crd_file_len = names.qualified_group.len() + 1 + names.plural.len() + ".yaml".len();
     if names.plural.len() > 63 || names.crd_name.len() > 253 || crd_file_len > 255 {
@@ -355,7 +394,11 @@ fn derive_names(
             "the controller name `{}` of kind {} is longer than 63 characters, the limit of the names it is published under (event reporter, field manager)",
             names.controller_name, names.kind
         ))
-        .help("pick a shorter group or kind")
+        .help(if args.controller_name.is_some() {
+            "pick a shorter --controller-name or group"
+        } else {
+            "pick a shorter group or kind"
+        })
         .into());
     }
     Ok(names)
@@ -417,6 +460,26 @@ fn check_clashes(
             .help("pick another kind, or pass a different --plural")
             .into());
         }
+        // The controllers of a group share one folder of modules: a named controller must not
+        // take the module of another kind, nor another kind's named controller this one's.
+        if other.group == args.group {
+            let theirs = controller_modules(other, &other_names);
+            if let Some(module) = [&names.kind_module, &names.controller_module]
+                .into_iter()
+                .find(|module| theirs.contains(module))
+            {
+                return Err(UserError::new(format!(
+                    "{gvk} would have the controller module `{module}`, which kind {} of the same group has",
+                    other.kind
+                ))
+                .help(if args.controller_name.is_some() {
+                    "pick another --controller-name"
+                } else {
+                    "pick another kind name"
+                })
+                .into());
+            }
+        }
         // The API server serves the plural, the singular and the short names of every CRD of a
         // group from one set: a name another kind has is not served.
         if other.group == args.group {
@@ -449,6 +512,16 @@ fn check_clashes(
     Ok(taken)
 }
 
+/// The modules of a kind's controllers: its own, whether it exists yet or not, and its named
+/// ones.
+fn controller_modules(resource: &Resource, names: &ResourceNames) -> Vec<String> {
+    let mut modules = vec![names.kind_module.clone()];
+    for controller in &resource.controllers {
+        modules.push(names::controller_module(&controller.name).0);
+    }
+    modules
+}
+
 /// The short name: short names are global in a cluster, so the kind's initials, else its
 /// singular, else none.
 fn pick_short_name(names: &mut ResourceNames, taken: &[String]) {
@@ -473,7 +546,7 @@ fn decide_parts(
         same_kind, this, ..
     } = family;
     let this = *this;
-    let kind_has_controller = same_kind.iter().any(|r| r.controller);
+    let existing = existing_controller(args, same_kind, names);
     // What exists already is refused before any question is asked: the types, unless
     // `--resource=false` leaves them be; the controller, when `--controller` asks for another.
     let api_exists = this.is_some_and(|r| r.api.is_some());
@@ -482,23 +555,22 @@ fn decide_parts(
             .help("pass --force to scaffold it again, or --resource=false to add only a controller")
             .into());
     }
-    if !args.force && kind_has_controller && args.controller == Some(true) {
-        return Err(UserError::new(format!(
-            "a controller for {} Kind={} already exists",
-            names.qualified_group, names.kind
-        ))
-        .help("pass --controller=false, or --force to scaffold it again")
-        .into());
+    let wants_controller = args.controller == Some(true) || args.controller_name.is_some();
+    if !args.force && wants_controller {
+        existing.refuse(&format!("{} Kind={}", names.qualified_group, names.kind))?;
     }
     let (resource, controller) = if image {
         (true, true)
     } else {
         let resource = ask(args.resource, "Create Resource", true)?;
-        let controller = ask(
-            args.controller,
-            "Create Controller",
-            !kind_has_controller || args.force,
-        )?;
+        let controller = match args.controller_name {
+            Some(_) => true,
+            None => ask(
+                args.controller,
+                "Create Controller",
+                matches!(existing, Existing::None) || args.force,
+            )?,
+        };
         (resource, controller)
     };
 
@@ -509,13 +581,8 @@ fn decide_parts(
         .help("pass --resource, --controller or both")
         .into());
     }
-    if controller && kind_has_controller && !args.force {
-        return Err(UserError::new(format!(
-            "a controller for {} Kind={} already exists",
-            names.qualified_group, names.kind
-        ))
-        .help("pass --controller=false, or --force to scaffold it again")
-        .into());
+    if controller && !args.force {
+        existing.refuse(&format!("{} Kind={}", names.qualified_group, names.kind))?;
     }
     if controller && !resource && this.is_none_or(|r| r.api.is_none()) {
         return Err(UserError::new(format!(
@@ -533,6 +600,71 @@ fn decide_parts(
     }
 
     Ok((resource, controller))
+}
+
+/// The controllers a kind has that a new one would collide with.
+enum Existing {
+    /// None: the controller asked for can be scaffolded.
+    None,
+    /// The controller asked for exists, under this name (`None` for the kind's own).
+    Same(Option<String>),
+    /// No name was given, and the kind has these controllers: a second one needs a name.
+    Others(Vec<String>),
+}
+
+impl Existing {
+    /// The refusal, unless nothing collides; `kind` names the kind as the message shows it.
+    fn refuse(&self, kind: &str) -> anyhow::Result<()> {
+        match self {
+            Existing::None => Ok(()),
+            Existing::Same(None) => Err(UserError::new(format!(
+                "a controller for {kind} already exists"
+            ))
+            .help("pass --controller-name <name> to add another controller, --controller=false, or --force to scaffold it again")
+            .into()),
+            Existing::Same(Some(name)) => Err(UserError::new(format!(
+                "a controller named `{name}` for {kind} already exists"
+            ))
+            .help("pick another --controller-name, or pass --force to scaffold it again")
+            .into()),
+            Existing::Others(others) => Err(UserError::new(format!(
+                "{kind} already has controllers ({}): another one needs a name of its own",
+                others.join(", ")
+            ))
+            .help("pass --controller-name <name>, or --controller=false")
+            .into()),
+        }
+    }
+}
+
+/// Which of the kind's controllers the one asked for collides with.
+fn existing_controller(
+    args: &CreateApiArgs,
+    same_kind: &[&Resource],
+    names: &ResourceNames,
+) -> Existing {
+    let own = same_kind.iter().any(|r| r.controller);
+    let named: Vec<String> = same_kind
+        .iter()
+        .flat_map(|r| r.controllers.iter().map(|c| c.name.clone()))
+        .collect();
+    let module_of = |name: &str| names::controller_module(name).0;
+    match &args.controller_name {
+        Some(_) => {
+            let same = named
+                .iter()
+                .find(|other| module_of(other) == names.controller_module)
+                .cloned();
+            match same {
+                Some(other) => Existing::Same(Some(other)),
+                None if own && !names.named_controller() => Existing::Same(None),
+                None => Existing::None,
+            }
+        }
+        None if own => Existing::Same(None),
+        None if named.is_empty() => Existing::None,
+        None => Existing::Others(named),
+    }
 }
 
 /// Checks `--image` and the flags that go with it.
@@ -637,7 +769,10 @@ fn resolve_builtin(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Op
     let Some(kind) = names::builtin(&args.group, &args.version, &args.kind)? else {
         return Ok(None);
     };
-    let names = names::builtin_names(kind);
+    let mut names = names::builtin_names(kind);
+    if let Some(name) = &args.controller_name {
+        names = names.with_controller(name);
+    }
     let shown = if kind.group.is_empty() {
         "core"
     } else {
@@ -690,12 +825,9 @@ fn resolve_builtin(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Op
         .resources
         .iter()
         .find(|r| r.core && r.group == group && r.version == kind.version && r.kind == kind.kind);
-    if existing.is_some_and(|r| r.controller) && !args.force {
-        return Err(
-            UserError::new(format!("a controller for {gvk} already exists"))
-                .help("pass --force to scaffold it again")
-                .into(),
-        );
+    if !args.force {
+        let same_kind: Vec<&Resource> = existing.into_iter().collect();
+        existing_controller(args, &same_kind, &names).refuse(&gvk)?;
     }
     for other in project.resources.iter().filter(|r| !r.core) {
         let other_names = ResourceNames::new(
@@ -722,6 +854,8 @@ fn resolve_builtin(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Op
         versions: Vec::new(),
         joins_kind: false,
         mode: Mode::Builtin(kind),
+        controller_name: args.controller_name.clone(),
+        ssa: false,
     }))
 }
 
@@ -814,6 +948,7 @@ fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Pla
         crate_ident: names::crate_ident(&project.project_name),
         api_crate_ident: names::crate_ident(&format!("{}-api", project.project_name)),
         namespaced: request.namespaced,
+        ssa: request.ssa,
         storage: request.storage(),
         versions: Vec::new(),
         kind_yaml: crate::yaml::scalar(&names.kind),
@@ -924,6 +1059,10 @@ fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Pla
     }
     if request.controller {
         let controller_context = tera::Context::from_serialize(&context)?;
+        // The controller's files are named after the controller, which is the kind unless
+        // `--controller-name` says otherwise.
+        let mut paths = paths;
+        paths[2] = ("kind", &names.controller_file);
         let mut files = scaffold::render_set("controller", &controller_context, &paths, shared)?;
         if let Some(set) = controller_overlay {
             overlay(
@@ -1003,10 +1142,15 @@ fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Pla
         match project.resources.iter_mut().find(|r| {
             r.core && r.group == group && r.version == kind.version && r.kind == kind.kind
         }) {
-            Some(existing) => existing.controller = true,
+            Some(existing) => record_controller(existing, request.controller_name.as_deref()),
             None => project.resources.push(Resource {
                 api: None,
-                controller: true,
+                controller: request.controller_name.is_none(),
+                controllers: request
+                    .controller_name
+                    .iter()
+                    .map(|name| NamedController { name: name.clone() })
+                    .collect(),
                 core: true,
                 domain,
                 group,
@@ -1049,6 +1193,7 @@ fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Pla
             project.resources.push(Resource {
                 api: None,
                 controller: false,
+                controllers: Vec::new(),
                 core: false,
                 domain: project.domain.clone(),
                 group: names.group.clone(),
@@ -1064,11 +1209,12 @@ fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Pla
         entry.api = Some(ResourceApi {
             crd_version: "v1".into(),
             namespaced: request.namespaced,
+            ssa: request.ssa,
         });
         entry.plural = plural;
     }
     if request.controller {
-        entry.controller = true;
+        record_controller(entry, request.controller_name.as_deref());
     }
     plan.files.push(PlannedFile {
         path: project::FILE.into(),
@@ -1076,4 +1222,18 @@ fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Pla
         policy: Policy::Regenerated,
     });
     plan
+}
+
+/// Records a controller of `resource`: the kind's own, or one named `name`.
+fn record_controller(resource: &mut Resource, name: Option<&str>) {
+    match name {
+        None => resource.controller = true,
+        Some(name) => {
+            if !resource.controllers.iter().any(|c| c.name == name) {
+                resource.controllers.push(NamedController {
+                    name: name.to_owned(),
+                });
+            }
+        }
+    }
 }

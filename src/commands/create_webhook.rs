@@ -638,6 +638,7 @@ fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Pla
                 project.resources.push(Resource {
                     api: None,
                     controller: false,
+                    controllers: Vec::new(),
                     core: true,
                     domain,
                     group: group.clone(),

@@ -104,10 +104,7 @@ fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
         domain: args.domain.clone(),
         repo: args.repo.clone(),
         owner: args.owner.clone(),
-        license: match args.license {
-            License::Apache2 => Some("Apache-2.0"),
-            License::None => None,
-        },
+        license: spdx(args.license),
         namespaced: args.namespaced,
         rsbuilder_version: versions::RSBUILDER,
         kube_version: versions::KUBE,
@@ -216,6 +213,52 @@ fn plan(context: &Context, project: &Project) -> anyhow::Result<Plan> {
         insertions: Vec::new(),
         removals: Vec::new(),
     })
+}
+
+/// What `edit` changes of a project after `init`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    pub owner: Option<String>,
+    /// The SPDX identifier, or none.
+    pub license: Option<&'static str>,
+    pub namespaced: bool,
+}
+
+/// The SPDX identifier `--license` writes.
+pub fn spdx(license: License) -> Option<&'static str> {
+    match license {
+        License::Apache2 => Some("Apache-2.0"),
+        License::None => None,
+    }
+}
+
+/// The files of `init`'s templates for the project of `project` with `settings`, rendered as
+/// `init` renders them; for `edit`, which carries the difference between two settings over to
+/// the project's files.
+pub fn template_files(project: &Project, settings: &Settings) -> anyhow::Result<Vec<PlannedFile>> {
+    let project_name = project.project_name.clone();
+    let context = Context {
+        crate_ident: names::crate_ident(&project_name),
+        api_crate: format!("{project_name}-api"),
+        api_crate_ident: names::crate_ident(&format!("{project_name}-api")),
+        leader_election_id: names::leader_election_id(&project_name, &project.domain),
+        project_name,
+        domain: project.domain.clone(),
+        repo: project.repo.clone(),
+        owner: settings.owner.clone(),
+        license: settings.license,
+        namespaced: settings.namespaced,
+        rsbuilder_version: versions::RSBUILDER,
+        kube_version: versions::KUBE,
+        k8s_openapi_version: versions::K8S_OPENAPI,
+        k8s_openapi_feature: versions::K8S_OPENAPI_FEATURE,
+        kubernetes_version: versions::KUBERNETES,
+        rust_version: versions::RUST,
+        runtime_version: runtime::version(),
+    };
+    let context =
+        tera::Context::from_serialize(&context).context("failed to build the template context")?;
+    scaffold::render_set("init", &context, &[], |_| Policy::Regenerated)
 }
 
 /// Adds the workspace's own packages to the planned `Cargo.lock`, so that the project builds

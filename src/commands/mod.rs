@@ -3,6 +3,7 @@
 
 pub mod create_api;
 pub mod create_webhook;
+pub mod edit;
 pub mod generate;
 pub mod init;
 pub mod upgrade;
@@ -16,6 +17,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Init(args) => init::run(args),
         Command::Create(CreateCommand::Api(args)) => create_api::run(args),
         Command::Create(CreateCommand::Webhook(args)) => create_webhook::run(args),
+        Command::Edit(args) => edit::run(args),
         Command::Generate { check } => generate::run(check),
         Command::Upgrade { force, dry_run } => {
             upgrade::run(upgrade::UpgradeOptions { force, dry_run })

@@ -445,6 +445,28 @@ pub fn validate_plural(plural: &str) -> Result<(), UserError> {
     )
 }
 
+/// Checks `--controller-name`: a DNS-1035 label, as kubebuilder requires, since it names the
+/// controller's module and its field manager.
+pub fn validate_controller_name(name: &str) -> Result<(), UserError> {
+    if is_dns1123_label(name) && name.starts_with(|c: char| c.is_ascii_lowercase()) {
+        return Ok(());
+    }
+    let error = UserError::new(format!(
+        "invalid controller name `{name}`: must be a DNS-1035 label (lowercase letters, digits and `-`, starting with a letter, at most 63 characters)"
+    ));
+    let fixed = heck::ToKebabCase::to_kebab_case(name);
+    Err(
+        if fixed != name
+            && is_dns1123_label(&fixed)
+            && fixed.starts_with(|c: char| c.is_ascii_lowercase())
+        {
+            error.help(format!("pass `--controller-name {fixed}`"))
+        } else {
+            error.help("pass a name such as `--controller-name captain-backup`")
+        },
+    )
+}
+
 /// A Rust module name for `name` (already snake_case): raw when it is a keyword that can be one,
 /// with a `_` suffix when it cannot, with a `g` prefix when it starts with a digit. Returns the
 /// identifier and the file or folder name it lives in.
@@ -581,6 +603,15 @@ pub struct ResourceNames {
     pub crd_name: String,
     /// The controller's name (`appotp-appotp`): metrics label, field manager.
     pub controller_name: String,
+    /// The controller's module (`app_otp`, or `captain_backup` for `--controller-name
+    /// captain-backup`) and its file stem.
+    pub controller_module: String,
+    pub controller_file: String,
+    /// The finalizer the controller keeps on objects it cleans up after.
+    pub finalizer: String,
+    /// The condition the controller reports its outcome in: `Ready`, or `CaptainBackupReady`
+    /// for a controller that is not the kind's own.
+    pub condition_type: String,
     /// Prefix of the kind's object names in config/ (`appotp-appotp`).
     pub object_prefix: String,
     /// Prefix of the kind's file names in config/ (`appotp_app_otp`).
@@ -594,6 +625,7 @@ impl ResourceNames {
         let group_label = if group.is_empty() { domain } else { group };
         let (group_module, group_dir) = module(&group_label.replace(['.', '-'], "_"));
         let (kind_module, kind_file) = module(&kind.to_snake_case());
+        let (controller_module, controller_file) = (kind_module.clone(), kind_file.clone());
         let computed = plural::plural(kind);
         let plural = plural.map_or_else(|| computed.clone(), str::to_owned);
         let kind_lower = kind.to_lowercase();
@@ -624,6 +656,10 @@ impl ResourceNames {
             plural_overridden: plural != computed,
             crd_name: format!("{plural}.{qualified_group}"),
             controller_name: format!("{group_label}-{kind_lower}"),
+            controller_module,
+            controller_file,
+            finalizer: format!("{qualified_group}/finalizer"),
+            condition_type: "Ready".to_owned(),
             object_prefix: format!("{group_label}-{kind_lower}"),
             file_prefix: format!("{group_dir}_{kind_file}"),
             short_name,
@@ -633,6 +669,40 @@ impl ResourceNames {
             plural,
             qualified_group,
         }
+    }
+}
+
+/// The module and file stem of the controller named `name` (`--controller-name`).
+pub fn controller_module(name: &str) -> (String, String) {
+    module(&name.to_snake_case())
+}
+
+impl ResourceNames {
+    /// The names of the kind's controller called `name` (`--controller-name`, already
+    /// validated). A name whose module is the kind's own is the kind's controller; any other
+    /// gets its own module, field manager, finalizer and condition, so that two controllers of
+    /// one kind never take each other's fields or finalizers.
+    pub fn with_controller(mut self, name: &str) -> Self {
+        let (module, file) = controller_module(name);
+        if module == self.kind_module {
+            return self;
+        }
+        let group_label = self
+            .controller_name
+            .strip_suffix(&format!("-{}", self.kind_lower))
+            .unwrap_or_default()
+            .to_owned();
+        self.controller_name = format!("{group_label}-{name}");
+        self.finalizer = format!("{}/{name}", self.qualified_group);
+        self.condition_type = format!("{}Ready", heck::ToUpperCamelCase::to_upper_camel_case(name));
+        self.controller_module = module;
+        self.controller_file = file;
+        self
+    }
+
+    /// Whether these are the names of a controller other than the kind's own.
+    pub fn named_controller(&self) -> bool {
+        self.controller_module != self.kind_module
     }
 }
 

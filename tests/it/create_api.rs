@@ -325,7 +325,7 @@ fn an_existing_kind_is_refused_without_force() {
             "--controller",
         ],
         "a controller for appotp.learn.com Kind=AppOTP already exists",
-        "pass --controller=false, or --force",
+        "pass --controller-name <name> to add another controller, --controller=false, or --force",
     );
     refuses(
         &ws,
@@ -1012,7 +1012,7 @@ fn a_kind_of_kubernetes_gets_a_controller_without_types() {
         &ws,
         &with_kind("Deployment"),
         "a controller for apps/v1, Kind=Deployment already exists",
-        "pass --force to scaffold it again",
+        "pass --controller-name <name> to add another controller, --controller=false, or --force to scaffold it again",
     );
     refuses(
         &ws,
@@ -1073,5 +1073,180 @@ fn a_namespaced_project_refuses_cluster_scoped_kinds_of_kubernetes() {
         ],
         "rbac.authorization.k8s.io/v1, Kind=ClusterRole is cluster-scoped, but the project is namespaced: its manager's Role cannot grant cluster-scoped resources",
         "pick a namespaced kind, or scaffold a cluster-wide project",
+    );
+}
+
+const CAPTAIN: &[&str] = &["--group", "crew", "--version", "v1", "--kind", "Captain"];
+
+fn with(base: &[&str], extra: &[&str]) -> Vec<&'static str> {
+    base.iter()
+        .chain(extra)
+        .map(|s| &*Box::leak(s.to_string().into_boxed_str()))
+        .collect()
+}
+
+#[test]
+fn a_kind_gets_a_second_controller_under_its_own_name() {
+    let ws = project();
+    create(&ws, &with(CAPTAIN, &["--controller-name=captain"])).success();
+    let err = stderr(
+        &create(
+            &ws,
+            &with(
+                CAPTAIN,
+                &["--resource=false", "--controller-name=captain-backup"],
+            ),
+        )
+        .success(),
+    );
+    for line in [
+        "created operator/src/controllers/crew/captain_backup.rs",
+        "created operator/tests/controllers/crew/captain_backup.rs",
+        "updated operator/src/main.rs",
+    ] {
+        assert!(
+            err.lines().any(|l| l == line),
+            "missing {line:?} in:\n{err}"
+        );
+    }
+    assert!(
+        ws.read("PROJECT").contains(
+            "  controllers:\n  - name: captain\n  - name: captain-backup\n  domain: learn.com\n"
+        ),
+        "{}",
+        ws.read("PROJECT")
+    );
+    let backup = ws.read("operator/src/controllers/crew/captain_backup.rs");
+    // Its own field manager, finalizer and condition: the two never take each other's.
+    assert!(backup.contains("pub const NAME: &str = \"crew-captain-backup\";"));
+    assert!(backup.contains("pub const FINALIZER: &str = \"crew.learn.com/captain-backup\";"));
+    assert!(backup.contains("type_: \"CaptainBackupReady\".into(),"));
+    let own = ws.read("operator/src/controllers/crew/captain.rs");
+    assert!(own.contains("pub const FINALIZER: &str = \"crew.learn.com/finalizer\";"));
+    let main = ws.read("operator/src/main.rs");
+    assert!(main.contains(
+        "controllers::crew::captain::registration(),\n        controllers::crew::captain_backup::registration(),"
+    ));
+}
+
+#[test]
+fn a_second_controller_needs_a_name_of_its_own() {
+    let ws = project();
+    create(&ws, &with(CAPTAIN, &["--controller-name=captain"])).success();
+    refuses(
+        &ws,
+        &with(CAPTAIN, &["--resource=false", "--controller"]),
+        "crew.learn.com Kind=Captain already has controllers (captain): another one needs a name of its own",
+        "pass --controller-name <name>, or --controller=false",
+    );
+    refuses(
+        &ws,
+        &with(CAPTAIN, &["--resource=false", "--controller-name=captain"]),
+        "a controller named `captain` for crew.learn.com Kind=Captain already exists",
+        "pick another --controller-name, or pass --force to scaffold it again",
+    );
+    refuses(
+        &ws,
+        &with(
+            CAPTAIN,
+            &["--resource=false", "--controller-name=Captain_Backup"],
+        ),
+        "invalid controller name `Captain_Backup`: must be a DNS-1035 label",
+        "pass `--controller-name captain-backup`",
+    );
+    refuses(
+        &ws,
+        &with(
+            CAPTAIN,
+            &[
+                "--resource=false",
+                "--controller=false",
+                "--controller-name=x",
+            ],
+        ),
+        "--controller-name x names a controller, but --controller=false scaffolds none",
+        "drop --controller=false, or drop --controller-name",
+    );
+    create(
+        &ws,
+        &with(CAPTAIN, &["--resource=false", "--controller-name=backup"]),
+    )
+    .success();
+    // Another kind of the group may not take the module of that controller, nor the other way.
+    refuses(
+        &ws,
+        &["--group", "crew", "--version", "v1", "--kind", "Backup"],
+        "crew.learn.com/v1, Kind=Backup would have the controller module `backup`, which kind Captain of the same group has",
+        "pick another kind name",
+    );
+    create(
+        &ws,
+        &["--group", "crew", "--version", "v1", "--kind", "Sailor"],
+    )
+    .success();
+    refuses(
+        &ws,
+        &with(CAPTAIN, &["--resource=false", "--controller-name=sailor"]),
+        "crew.learn.com/v1, Kind=Captain would have the controller module `sailor`, which kind Sailor of the same group has",
+        "pick another --controller-name",
+    );
+}
+
+#[test]
+fn ssa_makes_the_types_their_own_apply_configurations() {
+    let ws = project();
+    create(
+        &ws,
+        &[
+            "--group",
+            "crew",
+            "--version",
+            "v1",
+            "--kind",
+            "Navigator",
+            "--ssa",
+        ],
+    )
+    .success();
+    assert!(
+        ws.read("PROJECT")
+            .contains("    namespaced: true\n    ssa: true\n")
+    );
+    let types = ws.read("api/src/crew/v1/navigator.rs");
+    assert!(types.contains("    pub size: Option<i32>,"), "{types}");
+    assert!(types.contains("fn unset_fields_are_left_out_of_an_apply()"));
+    let crd = ws.read("config/crd/bases/crew.learn.com_navigators.yaml");
+    assert!(!crd.contains("required:\n            - size"), "{crd}");
+    refuses(
+        &ws,
+        &[
+            "--group",
+            "crew",
+            "--version",
+            "v1",
+            "--kind",
+            "Site",
+            "--ssa",
+            "--image",
+            "nginx",
+        ],
+        "--ssa shapes the types of a kind, and --image scaffolds none of its own",
+        "drop --ssa",
+    );
+    refuses(
+        &ws,
+        &[
+            "--group",
+            "crew",
+            "--version",
+            "v1",
+            "--kind",
+            "Navigator",
+            "--ssa",
+            "--resource=false",
+            "--controller-name=other",
+        ],
+        "--ssa shapes the types of a kind, and --resource=false scaffolds none of its own",
+        "drop --resource=false, or drop --ssa",
     );
 }

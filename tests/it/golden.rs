@@ -116,6 +116,32 @@ const SCENARIOS: &[Scenario] = &[
     },
 ];
 
+/// Golden projects that kubebuilder's own scripts make: `scripts/kubebuilder-testdata.sh` runs
+/// their command lists as kubebuilder's users write them.
+const KUBEBUILDER_SCRIPTS: &[&str] = &["project-v4-multigroup", "project-v4-with-plugins"];
+
+/// Runs kubebuilder's script for `name` in a new temporary directory; returns the directory
+/// (kept alive by the returned handle) and the project in it.
+fn run_kubebuilder_script(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/kubebuilder-testdata.sh");
+    let output = std::process::Command::new("bash")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_rsbuilder"))
+        .arg(dir.path())
+        .arg(name)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("bash runs");
+    assert!(
+        output.status.success(),
+        "{name}: kubebuilder's commands failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let project = dir.path().join(name);
+    (dir, project)
+}
+
 /// Splits a command line on spaces, keeping single-quoted text together.
 fn split(command: &str) -> Vec<String> {
     let mut words = Vec::new();
@@ -155,42 +181,43 @@ fn golden_projects_are_up_to_date() {
                 stderr(&assert)
             );
         }
-        let golden = testdata().join(scenario.name);
-        if bless {
-            if golden.exists() {
-                std::fs::remove_dir_all(&golden).unwrap();
-            }
-            copy_tree(ws.root(), &golden);
-            continue;
-        }
-        let want = snapshot(&golden);
-        let got = snapshot(ws.root());
-        let paths: BTreeSet<&PathBuf> = want.keys().chain(got.keys()).collect();
-        for path in paths {
-            match (want.get(path), got.get(path)) {
-                (Some(a), Some(b)) if a == b => {}
-                (Some(_), Some(_)) => {
-                    stale.push(format!("{}/{}: differs", scenario.name, path.display()))
-                }
-                (Some(_), None) => stale.push(format!(
-                    "{}/{}: no longer generated",
-                    scenario.name,
-                    path.display()
-                )),
-                (None, Some(_)) => stale.push(format!(
-                    "{}/{}: not in testdata",
-                    scenario.name,
-                    path.display()
-                )),
-                (None, None) => unreachable!(),
-            }
-        }
+        compare(scenario.name, ws.root(), bless, &mut stale);
+    }
+    for name in KUBEBUILDER_SCRIPTS {
+        let (_dir, project) = run_kubebuilder_script(name);
+        compare(name, &project, bless, &mut stale);
     }
     assert!(
         stale.is_empty(),
         "golden projects are stale (rerun with RSBUILDER_BLESS=1 to accept):\n  {}",
         stale.join("\n  ")
     );
+}
+
+/// Compares the project generated in `root` with `testdata/<name>`, adding every difference to
+/// `stale`; with `bless`, replaces `testdata/<name>` instead.
+fn compare(name: &str, root: &Path, bless: bool, stale: &mut Vec<String>) {
+    let golden = testdata().join(name);
+    if bless {
+        if golden.exists() {
+            std::fs::remove_dir_all(&golden).unwrap();
+        }
+        copy_tree(root, &golden);
+        return;
+    }
+    let want = snapshot(&golden);
+    let got = snapshot(root);
+    let paths: BTreeSet<&PathBuf> = want.keys().chain(got.keys()).collect();
+    for path in paths {
+        let problem = match (want.get(path), got.get(path)) {
+            (Some(a), Some(b)) if a == b => continue,
+            (Some(_), Some(_)) => "differs",
+            (Some(_), None) => "no longer generated",
+            (None, Some(_)) => "not in testdata",
+            (None, None) => unreachable!(),
+        };
+        stale.push(format!("{name}/{}: {problem}", path.display()));
+    }
 }
 
 fn copy_tree(from: &Path, to: &Path) {

@@ -3,6 +3,7 @@
 mod cli;
 mod create_api;
 mod create_webhook;
+mod edit;
 mod generate;
 mod golden;
 mod init;

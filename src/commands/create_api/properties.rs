@@ -408,6 +408,21 @@ fn check_yaml(path: &Path, text: &str) -> Vec<String> {
     problems
 }
 
+/// Controller names: kubebuilder's, ones that are Rust keywords or reserved file stems, and
+/// ones named like the kinds above.
+const CONTROLLER_NAMES: &[&str] = &[
+    "captain-backup",
+    "backup",
+    "mod",
+    "lib",
+    "self",
+    "type",
+    "main",
+    "app-otp",
+    "a-b-cd",
+    "x1",
+];
+
 fn args(group: &str, version: &str, kind: &str) -> CreateApiArgs {
     CreateApiArgs {
         group: group.into(),
@@ -417,6 +432,8 @@ fn args(group: &str, version: &str, kind: &str) -> CreateApiArgs {
         namespaced: None,
         resource: Some(true),
         controller: Some(true),
+        controller_name: None,
+        ssa: false,
         image: None,
         image_container_port: None,
         image_container_command: None,
@@ -497,9 +514,16 @@ fn random_projects_scaffold_sound_trees() {
             if rng.chance(10) {
                 args.force = true;
             }
+            if rng.chance(20) {
+                args.controller_name = Some(rng.pick(CONTROLLER_NAMES).to_owned());
+                args.resource = Some(rng.chance(50));
+            }
+            if rng.chance(10) && args.image.is_none() {
+                args.ssa = true;
+            }
             commands.push(format!(
-                "create api --group '{}' --version {} --kind {} --plural {:?} --namespaced {:?} --controller {:?} --image {:?} --force={}",
-                args.group, args.version, args.kind, args.plural, args.namespaced, args.controller, args.image, args.force
+                "create api --group '{}' --version {} --kind {} --plural {:?} --namespaced {:?} --controller {:?} --controller-name {:?} --ssa={} --image {:?} --force={}",
+                args.group, args.version, args.kind, args.plural, args.namespaced, args.controller, args.controller_name, args.ssa, args.image, args.force
             ));
             if let Err(problem) = tree.create_api(&args) {
                 panic!("after\n  {}\n{problem}", commands.join("\n  "));

@@ -4,14 +4,16 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use memcached_operator_api as api;
+
 #[test]
 fn crd_manifests_match_the_types() {
     let bases = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/crd/bases");
-    let crds = memcached_operator_api::crds().expect("the versions of every kind merge");
+    let crds = api::crds().expect("the versions of every kind merge");
     let mut expected = BTreeSet::new();
     for crd in &crds {
         let file = format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural);
-        let want = format!("---\n{}", memcached_operator_api::to_yaml(crd).unwrap());
+        let want = format!("---\n{}", api::to_yaml(crd).unwrap());
         let have = std::fs::read_to_string(bases.join(&file)).unwrap_or_default();
         assert!(
             have == want,

@@ -1,0 +1,253 @@
+//! `rsbuilder edit`: changes what `init` decided for an existing project: its scope
+//! (`--namespaced`), its license and its owner.
+//!
+//! The files `init` wrote for the old settings and those it writes for the new ones differ in a
+//! few lines; `edit` carries exactly that difference over to the project's files, which the user
+//! and later commands have changed since. A file whose changed lines were edited by hand is
+//! refused, or, for the scaffold's own config files, overwritten with `--force`, as kubebuilder
+//! does.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use crate::apply::{self, Options};
+use crate::cli::EditArgs;
+use crate::commands::init::{self, Settings};
+use crate::diff;
+use crate::names;
+use crate::project::{self, Project};
+use crate::rbac;
+use crate::scaffold::{Plan, PlannedFile, Policy};
+use crate::ui::{self, UserError};
+
+/// Files the user owns: `edit` changes their lines, and never overwrites them whole.
+const USER_OWNED: &[&str] = &[
+    "Cargo.toml",
+    "api/Cargo.toml",
+    "operator/Cargo.toml",
+    "operator/src/main.rs",
+];
+
+/// Files whose change is left out, with a note, when their lines were rewritten.
+const OPTIONAL: &[&str] = &["README.md"];
+
+/// Runs `edit` in the project around the current directory.
+pub fn run(args: EditArgs) -> anyhow::Result<()> {
+    crate::plugins::check("edit", &args.plugins, false)?;
+    if args.multigroup == Some(false) {
+        return Err(UserError::new(
+            "--multigroup=false: every rsbuilder project holds any number of groups, each in its own module",
+        )
+        .help("drop --multigroup=false; rsbuilder has no single-group layout")
+        .into());
+    }
+    if let Some(owner) = &args.owner {
+        names::validate_text("owner", owner, "\"The otp-operator Authors\"")?;
+    }
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let root = project::find_root(&cwd)?;
+    let mut project = project::load(&root)?;
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml"))
+        .context("failed to read the workspace Cargo.toml")?;
+    let old = Settings {
+        owner: workspace_value(&manifest, "authors"),
+        license: license_of(
+            workspace_value(&manifest, "license").as_deref(),
+            args.license.is_some(),
+        )?,
+        namespaced: project.namespaced,
+    };
+    let new = Settings {
+        owner: args.owner.clone().or_else(|| old.owner.clone()),
+        license: args.license.map_or(old.license, init::spdx),
+        namespaced: args.namespaced.unwrap_or(old.namespaced),
+    };
+    if new.namespaced && !old.namespaced {
+        refuse_cluster_scoped(&project)?;
+    }
+
+    let plan = plan(&root, &mut project, &old, &new, args.force)?;
+    apply::apply(
+        &root,
+        plan,
+        Options {
+            force: true,
+            dry_run: args.dry_run,
+        },
+    )?;
+    if !args.dry_run && new.namespaced != old.namespaced {
+        ui::note(if new.namespaced {
+            "\nThe manager now watches its own namespace (WATCH_NAMESPACE) with a Role. Webhooks still receive requests from every namespace: give them a namespaceSelector if they must not."
+        } else {
+            "\nThe manager now watches every namespace with a ClusterRole."
+        });
+    }
+    Ok(())
+}
+
+/// A namespaced project's manager has a Role, which cannot grant cluster-scoped resources.
+fn refuse_cluster_scoped(project: &Project) -> anyhow::Result<()> {
+    let mut cluster_scoped: Vec<String> = project
+        .resources
+        .iter()
+        .filter(|r| r.api.as_ref().is_some_and(|api| !api.namespaced))
+        .map(|r| format!("{}/{} {}", r.group_with_domain(), r.version, r.kind))
+        .collect();
+    for resource in project.resources.iter().filter(|r| r.core) {
+        let kind = names::builtin(
+            &resource.group_with_domain(),
+            &resource.version,
+            &resource.kind,
+        )
+        .ok()
+        .flatten();
+        if kind.is_some_and(|kind| !kind.namespaced) {
+            cluster_scoped.push(format!(
+                "{}/{} {}",
+                resource.group, resource.version, resource.kind
+            ));
+        }
+    }
+    if cluster_scoped.is_empty() {
+        return Ok(());
+    }
+    Err(UserError::new(format!(
+        "the project has cluster-scoped kinds ({}): a namespaced manager's Role cannot grant them",
+        cluster_scoped.join(", ")
+    ))
+    .help("keep the project cluster-wide, or remove those kinds first")
+    .into())
+}
+
+/// The files `edit` changes: the difference between `init`'s files for `old` and for `new`,
+/// carried over to the project's; the RBAC role; PROJECT.
+fn plan(
+    root: &Path,
+    project: &mut Project,
+    old: &Settings,
+    new: &Settings,
+    force: bool,
+) -> anyhow::Result<Plan> {
+    let mut plan = Plan::default();
+    let before = init::template_files(project, old)?;
+    let after = init::template_files(project, new)?;
+    let mut refused = Vec::new();
+    for (was, will) in before.iter().zip(&after) {
+        debug_assert_eq!(was.path, will.path);
+        if was.contents == will.contents {
+            continue;
+        }
+        let path = &will.path;
+        let Some(current) = read(root, path)? else {
+            continue;
+        };
+        let shown = path.display().to_string();
+        let contents = if current == was.contents {
+            will.contents.clone()
+        } else if let Some(carried) = diff::carry_over(&was.contents, &will.contents, &current) {
+            carried
+        } else if OPTIONAL.contains(&shown.as_str()) {
+            ui::note(&format!(
+                "note: {shown} was rewritten; it keeps its text, which may name the old settings"
+            ));
+            continue;
+        } else if force && !USER_OWNED.contains(&shown.as_str()) {
+            will.contents.clone()
+        } else {
+            refused.push((
+                shown,
+                diff::unified(
+                    &path.display().to_string(),
+                    &was.contents,
+                    &will.contents,
+                    40,
+                ),
+            ));
+            continue;
+        };
+        plan.files.push(PlannedFile {
+            path: path.clone(),
+            contents,
+            policy: Policy::Regenerated,
+        });
+    }
+    if let Some((first, change)) = refused.first() {
+        let names: Vec<&str> = refused.iter().map(|(path, _)| path.as_str()).collect();
+        let overwritable = refused
+            .iter()
+            .all(|(path, _)| !USER_OWNED.contains(&path.as_str()));
+        return Err(UserError::new(format!(
+            "the lines `edit` changes were edited by hand in {}; the change {first} needs:\n{change}",
+            names.join(", ")
+        ))
+        .help(if overwritable && !force {
+            "make the change by hand, or pass --force to overwrite those files with the scaffold's"
+        } else {
+            "make the change by hand, then run `rsbuilder edit` again"
+        })
+        .into());
+    }
+    if old.namespaced != new.namespaced {
+        project.namespaced = new.namespaced;
+        let sources = rbac::read_sources(root)?;
+        plan.files.push(PlannedFile {
+            path: rbac::ROLE_FILE.into(),
+            contents: rbac::role_from_sources(
+                sources
+                    .iter()
+                    .map(|(path, text)| (path.as_path(), text.as_str())),
+                project.namespaced,
+            )?,
+            policy: Policy::Regenerated,
+        });
+    }
+    plan.files.push(PlannedFile {
+        path: project::FILE.into(),
+        contents: project.to_yaml(),
+        policy: Policy::Regenerated,
+    });
+    Ok(plan)
+}
+
+/// A file of the project, if it exists.
+fn read(root: &Path, path: &PathBuf) -> anyhow::Result<Option<String>> {
+    match std::fs::read_to_string(root.join(path)) {
+        Ok(text) => Ok(Some(text)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error).with_context(|| format!("failed to read {}", path.display())),
+    }
+}
+
+/// The value of `key` in `[workspace.package]`, as `init` writes it: `license = "Apache-2.0"`,
+/// `authors = ["The Authors"]`.
+fn workspace_value(manifest: &str, key: &str) -> Option<String> {
+    crate::manifest::table(manifest, "workspace.package")
+        .find(|line| crate::manifest::key(line) == Some(key))
+        .and_then(|line| line.split_once('='))
+        .map(|(_, value)| {
+            value
+                .trim()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .trim()
+                .trim_matches('"')
+                .to_owned()
+        })
+}
+
+/// The license `init` wrote as `spdx`. One it does not write is left alone, unless
+/// `--license` asks to change it, which `edit` cannot do safely.
+fn license_of(spdx: Option<&str>, changing: bool) -> anyhow::Result<Option<&'static str>> {
+    let apache = init::spdx(crate::cli::License::Apache2);
+    match spdx {
+        None => Ok(None),
+        Some(spdx) if apache == Some(spdx) => Ok(apache),
+        Some(_) if !changing => Ok(None),
+        Some(spdx) => Err(UserError::new(format!(
+            "the workspace Cargo.toml has `license = \"{spdx}\"`, which `rsbuilder init` does not write"
+        ))
+        .help("change the license in Cargo.toml by hand; `edit --license` switches between apache2 and none")
+        .into()),
+    }
+}

@@ -1,0 +1,4 @@
+//! The `crew.testproject.org` API group.
+
+pub mod v1;
+// +rsbuilder:scaffold:versions

@@ -1,0 +1,4 @@
+//! The `fiz.testproject.org` API group.
+
+pub mod v1;
+// +rsbuilder:scaffold:versions

@@ -1,0 +1,4 @@
+//! The `foo.testproject.org` API group.
+
+pub mod v1;
+// +rsbuilder:scaffold:versions

@@ -1,0 +1,4 @@
+//! The controllers of the `apps` API group.
+
+pub mod deployment;
+// +rsbuilder:scaffold:controllers

@@ -1,0 +1,56 @@
+//! The `manager` binary of project-v4-multigroup: its flags, and the controllers it runs.
+//!
+//! What runs around the controllers (probes, metrics, leader election, graceful shutdown) is
+//! the `rsbuilder-runtime` crate in `runtime/`; this file and `controllers/` are yours.
+
+use clap::Parser;
+use rsbuilder_runtime::{Manager, ManagerArgs, Registration, telemetry};
+
+use project_v4_multigroup::controllers;
+
+use project_v4_multigroup::webhooks;
+// +rsbuilder:scaffold:imports
+
+/// The name of the Lease that replicas compete for when `--leader-elect` is on.
+const LEADER_ELECTION_ID: &str = "540caf3a.testproject.org";
+
+/// Runs the controllers of project-v4-multigroup.
+#[derive(Debug, Parser)]
+#[command(name = "manager", version)]
+struct Args {
+    #[command(flatten)]
+    manager: ManagerArgs,
+    // TODO(user): Add the operator's own flags here.
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    telemetry::init(args.manager.log_format, &args.manager.log_level)?;
+
+    let controllers: Vec<Registration> = vec![
+        controllers::crew::captain::registration(),
+        controllers::crew::captain_backup::registration(),
+        controllers::ship::frigate::registration(),
+        controllers::ship::destroyer::registration(),
+        controllers::ship::cruiser::registration(),
+        controllers::sea_creatures::kraken::registration(),
+        controllers::sea_creatures::leviathan::registration(),
+        controllers::foo_policy::health_check_policy::registration(),
+        controllers::apps::deployment::registration(),
+        controllers::foo::bar::registration(),
+        controllers::fiz::bar::registration(),
+        controllers::sea_creatures::prawn::registration(),
+        controllers::example_com::memcached::registration(),
+        controllers::example_com::busybox::registration(),
+        controllers::example_com::wordpress::registration(),
+        // +rsbuilder:scaffold:controllers
+    ];
+    Manager::new(args.manager)
+        .await?
+        .leader_election_id(LEADER_ELECTION_ID)
+        .webhooks(webhooks::all())
+        // +rsbuilder:scaffold:manager
+        .run(controllers)
+        .await
+}

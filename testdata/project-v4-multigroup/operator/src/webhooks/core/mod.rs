@@ -1,0 +1,4 @@
+//! The webhooks of the `` API group, one module per version.
+
+pub mod v1;
+// +rsbuilder:scaffold:versions

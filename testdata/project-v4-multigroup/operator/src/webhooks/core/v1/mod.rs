@@ -1,0 +1,4 @@
+//! The webhooks of `/v1`, one module per kind.
+
+pub mod pod;
+// +rsbuilder:scaffold:kinds

@@ -1,0 +1,143 @@
+//! The webhooks of Captain (`crew.testproject.org/v1`).
+//!
+//! `rsbuilder create webhook` adds defaulting, validation and conversion here. The handlers take
+//! and give typed objects: the runtime reads the reviews, computes the defaulting patch and
+//! answers the API server. Each `+rsbuilder:webhook` marker becomes an entry of
+//! `config/webhook/manifests.yaml` when you run `make manifests`; keep its `path` equal to the
+//! path the handler is registered under.
+
+use project_v4_multigroup_api::crew::v1::Captain;
+use rsbuilder_runtime::webhook::{self, Webhooks};
+
+/// The kind these webhooks admit.
+type Object = Captain;
+
+/// Where the API server sends Captains to be defaulted.
+pub const DEFAULTING_PATH: &str = "/mutate-crew-testproject-org-v1-captain";
+
+/// Sets the defaults of Captains as they are created and updated.
+// +rsbuilder:webhook:path=/mutate-crew-testproject-org-v1-captain,mutating=true,failurePolicy=fail,sideEffects=None,groups=crew.testproject.org,resources=captains,verbs=create;update,versions=v1,name=mcaptain-v1.kb.io,admissionReviewVersions=v1
+pub struct Defaulter;
+
+impl webhook::Defaulter<Object> for Defaulter {
+    async fn default(&self, object: &mut Object) -> Result<(), webhook::Denied> {
+        tracing::debug!(name = ?object.metadata.name, "defaulting");
+        // TODO(user): Set the fields users may leave out. The API server gets the difference
+        // as a JSON patch. Return `Err(webhook::Denied::new("..."))` to refuse the object.
+        Ok(())
+    }
+}
+
+/// Where the API server sends Captains to be validated.
+pub const VALIDATION_PATH: &str = "/validate-crew-testproject-org-v1-captain";
+
+/// Admits or denies Captains as they are created and updated. Add `delete` to the marker's
+/// verbs to have `validate_delete` called too.
+// +rsbuilder:webhook:path=/validate-crew-testproject-org-v1-captain,mutating=false,failurePolicy=fail,sideEffects=None,groups=crew.testproject.org,resources=captains,verbs=create;update,versions=v1,name=vcaptain-v1.kb.io,admissionReviewVersions=v1
+pub struct Validator;
+
+// TODO(user): Check what the CRD's schema cannot express. Deny with
+// `Err(webhook::Denied::invalid("..."))`: `kubectl` shows the message. Return warnings for
+// `kubectl` to print while it admits the object.
+impl webhook::Validator<Object> for Validator {
+    async fn validate_create(&self, object: &Object) -> webhook::Verdict {
+        tracing::debug!(name = ?object.metadata.name, "validating a creation");
+        Ok(Vec::new())
+    }
+
+    async fn validate_update(&self, _old: &Object, new: &Object) -> webhook::Verdict {
+        tracing::debug!(name = ?new.metadata.name, "validating an update");
+        Ok(Vec::new())
+    }
+
+    async fn validate_delete(&self, object: &Object) -> webhook::Verdict {
+        tracing::debug!(name = ?object.metadata.name, "validating a deletion");
+        Ok(Vec::new())
+    }
+}
+
+// +rsbuilder:scaffold:webhooks
+
+/// Registers the webhooks of Captain with the manager's webhook server.
+pub fn register(webhooks: &mut Webhooks) {
+    webhooks.defaulting(DEFAULTING_PATH, Defaulter);
+    webhooks.validating(VALIDATION_PATH, Validator);
+    // +rsbuilder:scaffold:register
+}
+
+#[cfg(test)]
+mod tests {
+    //! The webhooks through the HTTP layer, with the reviews the API server sends.
+
+    use super::*;
+    use project_v4_multigroup_api::crew::v1::captain::CaptainSpec as Spec;
+
+    /// Every webhook of this module.
+    fn webhooks() -> Webhooks {
+        let mut webhooks = Webhooks::new();
+        register(&mut webhooks);
+        webhooks
+    }
+
+    /// The output of `future`, which must come within 5 s: a test fails rather than hangs.
+    async fn within<T>(future: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(std::time::Duration::from_secs(5), future)
+            .await
+            .expect("the webhook answered within 5 s")
+    }
+
+    /// A valid Captain.
+    // TODO(user): Set the fields your validation requires.
+    fn sample() -> Object {
+        let mut object = Object::new("sample", Spec::default());
+        object.metadata.namespace = Some("default".into());
+        object
+    }
+
+    #[tokio::test]
+    async fn defaulting_a_defaulted_object_changes_nothing() {
+        let webhooks = webhooks();
+        let object = sample();
+        let first = within(webhooks.review(DEFAULTING_PATH, &webhook::review::create(&object)))
+            .await
+            .unwrap();
+        assert!(first.allowed, "denied: {}", first.message);
+        let defaulted = first.apply(&object).unwrap();
+        let again = within(webhooks.review(DEFAULTING_PATH, &webhook::review::create(&defaulted)))
+            .await
+            .unwrap();
+        assert!(again.allowed, "denied: {}", again.message);
+        assert_eq!(again.patch, None);
+    }
+
+    #[tokio::test]
+    async fn defaulting_answers_a_malformed_review_with_400() {
+        let response = within(webhooks().call(DEFAULTING_PATH, "{")).await;
+        assert_eq!(response.status(), 400);
+    }
+
+    // TODO(user): Add a test for each way your validation denies, with its message.
+    #[tokio::test]
+    async fn validation_admits_the_sample() {
+        let webhooks = webhooks();
+        let object = sample();
+        for review in [
+            webhook::review::create(&object),
+            webhook::review::update(&object, &object),
+            webhook::review::delete(&object),
+        ] {
+            let answer = within(webhooks.review(VALIDATION_PATH, &review))
+                .await
+                .unwrap();
+            assert!(answer.allowed, "denied: {}", answer.message);
+        }
+    }
+
+    #[tokio::test]
+    async fn validation_answers_a_malformed_review_with_400() {
+        let response = within(webhooks().call(VALIDATION_PATH, "{")).await;
+        assert_eq!(response.status(), 400);
+    }
+
+    // +rsbuilder:scaffold:tests
+}

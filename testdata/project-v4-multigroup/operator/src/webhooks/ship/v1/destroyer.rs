@@ -1,0 +1,89 @@
+//! The webhooks of Destroyer (`ship.testproject.org/v1`).
+//!
+//! `rsbuilder create webhook` adds defaulting, validation and conversion here. The handlers take
+//! and give typed objects: the runtime reads the reviews, computes the defaulting patch and
+//! answers the API server. Each `+rsbuilder:webhook` marker becomes an entry of
+//! `config/webhook/manifests.yaml` when you run `make manifests`; keep its `path` equal to the
+//! path the handler is registered under.
+
+use project_v4_multigroup_api::ship::v1::Destroyer;
+use rsbuilder_runtime::webhook::{self, Webhooks};
+
+/// The kind these webhooks admit.
+type Object = Destroyer;
+
+/// Where the API server sends Destroyers to be defaulted.
+pub const DEFAULTING_PATH: &str = "/mutate-ship-testproject-org-v1-destroyer";
+
+/// Sets the defaults of Destroyers as they are created and updated.
+// +rsbuilder:webhook:path=/mutate-ship-testproject-org-v1-destroyer,mutating=true,failurePolicy=fail,sideEffects=None,groups=ship.testproject.org,resources=destroyers,verbs=create;update,versions=v1,name=mdestroyer-v1.kb.io,admissionReviewVersions=v1
+pub struct Defaulter;
+
+impl webhook::Defaulter<Object> for Defaulter {
+    async fn default(&self, object: &mut Object) -> Result<(), webhook::Denied> {
+        tracing::debug!(name = ?object.metadata.name, "defaulting");
+        // TODO(user): Set the fields users may leave out. The API server gets the difference
+        // as a JSON patch. Return `Err(webhook::Denied::new("..."))` to refuse the object.
+        Ok(())
+    }
+}
+
+// +rsbuilder:scaffold:webhooks
+
+/// Registers the webhooks of Destroyer with the manager's webhook server.
+pub fn register(webhooks: &mut Webhooks) {
+    webhooks.defaulting(DEFAULTING_PATH, Defaulter);
+    // +rsbuilder:scaffold:register
+}
+
+#[cfg(test)]
+mod tests {
+    //! The webhooks through the HTTP layer, with the reviews the API server sends.
+
+    use super::*;
+    use project_v4_multigroup_api::ship::v1::destroyer::DestroyerSpec as Spec;
+
+    /// Every webhook of this module.
+    fn webhooks() -> Webhooks {
+        let mut webhooks = Webhooks::new();
+        register(&mut webhooks);
+        webhooks
+    }
+
+    /// The output of `future`, which must come within 5 s: a test fails rather than hangs.
+    async fn within<T>(future: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(std::time::Duration::from_secs(5), future)
+            .await
+            .expect("the webhook answered within 5 s")
+    }
+
+    /// A valid Destroyer.
+    // TODO(user): Set the fields your validation requires.
+    fn sample() -> Object {
+        Object::new("sample", Spec::default())
+    }
+
+    #[tokio::test]
+    async fn defaulting_a_defaulted_object_changes_nothing() {
+        let webhooks = webhooks();
+        let object = sample();
+        let first = within(webhooks.review(DEFAULTING_PATH, &webhook::review::create(&object)))
+            .await
+            .unwrap();
+        assert!(first.allowed, "denied: {}", first.message);
+        let defaulted = first.apply(&object).unwrap();
+        let again = within(webhooks.review(DEFAULTING_PATH, &webhook::review::create(&defaulted)))
+            .await
+            .unwrap();
+        assert!(again.allowed, "denied: {}", again.message);
+        assert_eq!(again.patch, None);
+    }
+
+    #[tokio::test]
+    async fn defaulting_answers_a_malformed_review_with_400() {
+        let response = within(webhooks().call(DEFAULTING_PATH, "{")).await;
+        assert_eq!(response.status(), 400);
+    }
+
+    // +rsbuilder:scaffold:tests
+}

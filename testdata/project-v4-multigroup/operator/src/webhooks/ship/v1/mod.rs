@@ -1,0 +1,4 @@
+//! The webhooks of `ship.testproject.org/v1`, one module per kind.
+
+pub mod destroyer;
+// +rsbuilder:scaffold:kinds

@@ -1,0 +1,102 @@
+//! The webhooks of Cruiser (`ship.testproject.org/v2alpha1`).
+//!
+//! `rsbuilder create webhook` adds defaulting, validation and conversion here. The handlers take
+//! and give typed objects: the runtime reads the reviews, computes the defaulting patch and
+//! answers the API server. Each `+rsbuilder:webhook` marker becomes an entry of
+//! `config/webhook/manifests.yaml` when you run `make manifests`; keep its `path` equal to the
+//! path the handler is registered under.
+
+use project_v4_multigroup_api::ship::v2alpha1::Cruiser;
+use rsbuilder_runtime::webhook::{self, Webhooks};
+
+/// The kind these webhooks admit.
+type Object = Cruiser;
+
+/// Where the API server sends Cruisers to be validated.
+pub const VALIDATION_PATH: &str = "/validate-ship-testproject-org-v2alpha1-cruiser";
+
+/// Admits or denies Cruisers as they are created and updated. Add `delete` to the marker's
+/// verbs to have `validate_delete` called too.
+// +rsbuilder:webhook:path=/validate-ship-testproject-org-v2alpha1-cruiser,mutating=false,failurePolicy=fail,sideEffects=None,groups=ship.testproject.org,resources=cruisers,verbs=create;update,versions=v2alpha1,name=vcruiser-v2alpha1.kb.io,admissionReviewVersions=v1
+pub struct Validator;
+
+// TODO(user): Check what the CRD's schema cannot express. Deny with
+// `Err(webhook::Denied::invalid("..."))`: `kubectl` shows the message. Return warnings for
+// `kubectl` to print while it admits the object.
+impl webhook::Validator<Object> for Validator {
+    async fn validate_create(&self, object: &Object) -> webhook::Verdict {
+        tracing::debug!(name = ?object.metadata.name, "validating a creation");
+        Ok(Vec::new())
+    }
+
+    async fn validate_update(&self, _old: &Object, new: &Object) -> webhook::Verdict {
+        tracing::debug!(name = ?new.metadata.name, "validating an update");
+        Ok(Vec::new())
+    }
+
+    async fn validate_delete(&self, object: &Object) -> webhook::Verdict {
+        tracing::debug!(name = ?object.metadata.name, "validating a deletion");
+        Ok(Vec::new())
+    }
+}
+
+// +rsbuilder:scaffold:webhooks
+
+/// Registers the webhooks of Cruiser with the manager's webhook server.
+pub fn register(webhooks: &mut Webhooks) {
+    webhooks.validating(VALIDATION_PATH, Validator);
+    // +rsbuilder:scaffold:register
+}
+
+#[cfg(test)]
+mod tests {
+    //! The webhooks through the HTTP layer, with the reviews the API server sends.
+
+    use super::*;
+    use project_v4_multigroup_api::ship::v2alpha1::cruiser::CruiserSpec as Spec;
+
+    /// Every webhook of this module.
+    fn webhooks() -> Webhooks {
+        let mut webhooks = Webhooks::new();
+        register(&mut webhooks);
+        webhooks
+    }
+
+    /// The output of `future`, which must come within 5 s: a test fails rather than hangs.
+    async fn within<T>(future: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(std::time::Duration::from_secs(5), future)
+            .await
+            .expect("the webhook answered within 5 s")
+    }
+
+    /// A valid Cruiser.
+    // TODO(user): Set the fields your validation requires.
+    fn sample() -> Object {
+        Object::new("sample", Spec::default())
+    }
+
+    // TODO(user): Add a test for each way your validation denies, with its message.
+    #[tokio::test]
+    async fn validation_admits_the_sample() {
+        let webhooks = webhooks();
+        let object = sample();
+        for review in [
+            webhook::review::create(&object),
+            webhook::review::update(&object, &object),
+            webhook::review::delete(&object),
+        ] {
+            let answer = within(webhooks.review(VALIDATION_PATH, &review))
+                .await
+                .unwrap();
+            assert!(answer.allowed, "denied: {}", answer.message);
+        }
+    }
+
+    #[tokio::test]
+    async fn validation_answers_a_malformed_review_with_400() {
+        let response = within(webhooks().call(VALIDATION_PATH, "{")).await;
+        assert_eq!(response.status(), 400);
+    }
+
+    // +rsbuilder:scaffold:tests
+}

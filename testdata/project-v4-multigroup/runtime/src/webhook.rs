@@ -1,0 +1,1386 @@
+//! Admission and conversion webhooks: the HTTPS server of `rsbuilder create webhook`.
+//!
+//! A project registers typed handlers on a [`Webhooks`] router, and the [`Manager`] serves them
+//! on `--webhook-port` with the certificate of `--webhook-cert-path`, on every replica:
+//! - a [`Defaulter`] changes the object; the server answers with the RFC 6902 patch from the
+//!   object before to the object after, so nobody writes patches by hand;
+//! - a [`Validator`] sees creates, updates (old and new object) and deletes, and answers with
+//!   warnings or a [`Denied`];
+//! - a [`Conversion`] converts a kind between its versions through its hub (storage) version,
+//!   on `/convert`.
+//!
+//! A body that is not a review is answered with `400 Bad Request` and the reason; a body over
+//! [`MAX_BODY_BYTES`] with `413`; a handler that takes longer than the timeout with `503`.
+//!
+//! [`Manager`]: crate::Manager
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::Request;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
+use kube::core::{DynamicObject, Resource, Status};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// The port webhooks are served on unless `--webhook-port` says otherwise.
+pub const DEFAULT_PORT: u16 = 9443;
+/// The path conversion reviews are posted to, as in the CRD's `spec.conversion.webhook`.
+pub const CONVERT_PATH: &str = "/convert";
+/// The largest request body accepted: controller-runtime's limit, above the API server's own
+/// limit on objects.
+pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
+/// How long a review may take, its body read included: the longest `timeoutSeconds` the API
+/// server allows, after which nobody waits for the answer.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Warnings for the client, which `kubectl` prints as `Warning: ...`.
+pub type Warnings = Vec<String>;
+
+/// What a validation decides: admit, with warnings, or deny.
+pub type Verdict = Result<Warnings, Denied>;
+
+/// A refusal: the API server rejects the request, and `kubectl` shows
+/// `admission webhook "<name>" denied the request: <message>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denied {
+    /// What is wrong, for people.
+    pub message: String,
+    /// A `StatusReason` for programs: `Forbidden`, `Invalid`, ...
+    pub reason: String,
+    /// The HTTP status code the API server answers with.
+    pub code: u16,
+}
+
+impl Denied {
+    /// The request is refused: `403 Forbidden`, as controller-runtime's `admission.Denied`.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            reason: "Forbidden".into(),
+            code: 403,
+        }
+    }
+
+    /// The object is invalid: `422 Invalid`, as an API server's own validation.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            reason: "Invalid".into(),
+            code: 422,
+        }
+    }
+}
+
+impl fmt::Display for Denied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Denied {}
+
+/// Sets defaults on objects of kind `K` as they are created and updated (a mutating webhook).
+pub trait Defaulter<K>: Send + Sync + 'static {
+    /// Changes `object` in place; the server sends the API server the difference as a patch.
+    /// An error denies the request.
+    fn default(&self, object: &mut K) -> impl Future<Output = Result<(), Denied>> + Send;
+}
+
+/// Admits or denies objects of kind `K` (a validating webhook).
+pub trait Validator<K>: Send + Sync + 'static {
+    /// Checks an object being created.
+    fn validate_create(&self, object: &K) -> impl Future<Output = Verdict> + Send;
+
+    /// Checks an update from `old` to `new`.
+    fn validate_update(&self, old: &K, new: &K) -> impl Future<Output = Verdict> + Send;
+
+    /// Checks an object being deleted; called only when the webhook's `verbs` list `delete`.
+    fn validate_delete(&self, object: &K) -> impl Future<Output = Verdict> + Send;
+}
+
+type Convert = Arc<dyn Fn(serde_json::Value) -> anyhow::Result<serde_json::Value> + Send + Sync>;
+
+/// The versions of one kind and how each converts to and from its hub, the storage version.
+pub struct Conversion {
+    group: String,
+    kind: String,
+    hub: String,
+    /// Per spoke version: (to hub, from hub).
+    spokes: BTreeMap<String, (Convert, Convert)>,
+}
+
+impl fmt::Debug for Conversion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Conversion")
+            .field("group", &self.group)
+            .field("kind", &self.kind)
+            .field("hub", &self.hub)
+            .field("spokes", &self.spokes.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Conversion {
+    /// A kind whose hub is `H`; add its other versions with [`Conversion::spoke`]:
+    ///
+    /// ```text
+    /// let mut conversion = Conversion::hub::<v1::Application>();
+    /// conversion.spoke(v2::to_hub, v2::from_hub);
+    /// webhooks.conversion(conversion);
+    /// ```
+    pub fn hub<H>() -> Self
+    where
+        H: Resource<DynamicType = ()>,
+    {
+        Self {
+            group: H::group(&()).into_owned(),
+            kind: H::kind(&()).into_owned(),
+            hub: H::version(&()).into_owned(),
+            spokes: BTreeMap::new(),
+        }
+    }
+
+    /// Adds the version `S`, converted to the hub `H` by `to_hub` and back by `from_hub`.
+    ///
+    /// # Panics
+    /// When `S` is another kind than the hub, or the hub itself.
+    pub fn spoke<H, S>(
+        &mut self,
+        to_hub: impl Fn(S) -> anyhow::Result<H> + Send + Sync + 'static,
+        from_hub: impl Fn(H) -> anyhow::Result<S> + Send + Sync + 'static,
+    ) -> &mut Self
+    where
+        H: Resource<DynamicType = ()> + Serialize + DeserializeOwned + 'static,
+        S: Resource<DynamicType = ()> + Serialize + DeserializeOwned + 'static,
+    {
+        assert!(
+            S::group(&()) == self.group && S::kind(&()) == self.kind,
+            "{} is not a version of {}",
+            S::api_version(&()),
+            self.kind
+        );
+        assert!(
+            H::version(&()) == self.hub && S::version(&()) != self.hub,
+            "a spoke of {} must be another version than its hub {}",
+            self.kind,
+            self.hub
+        );
+        let to_hub: Convert = Arc::new(move |value| {
+            let spoke: S = serde_json::from_value(value)?;
+            Ok(serde_json::to_value(to_hub(spoke)?)?)
+        });
+        let from_hub: Convert = Arc::new(move |value| {
+            let hub: H = serde_json::from_value(value)?;
+            Ok(serde_json::to_value(from_hub(hub)?)?)
+        });
+        self.spokes
+            .insert(S::version(&()).into_owned(), (to_hub, from_hub));
+        self
+    }
+
+    /// Converts `object`, of version `from`, to version `to`.
+    fn convert(
+        &self,
+        object: serde_json::Value,
+        from: &str,
+        to: &str,
+    ) -> anyhow::Result<serde_json::Value> {
+        if from == to {
+            return Ok(object);
+        }
+        let step = |version: &str| {
+            self.spokes.get(version).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{} has no version {version}: it converts {}",
+                    self.kind,
+                    self.versions().join(", ")
+                )
+            })
+        };
+        let hub = if from == self.hub {
+            object
+        } else {
+            (step(from)?.0)(object)?
+        };
+        if to == self.hub {
+            Ok(hub)
+        } else {
+            (step(to)?.1)(hub)
+        }
+    }
+
+    fn versions(&self) -> Vec<&str> {
+        std::iter::once(self.hub.as_str())
+            .chain(self.spokes.keys().map(String::as_str))
+            .collect()
+    }
+}
+
+/// `from` as a `T`, field by field by name: the conversion of a spec or a status between
+/// versions whose fields have the same names and shapes. Fails, naming the field, when `T` has
+/// no place for a value of `from`, or a field `T` requires is missing, so that no conversion
+/// loses data silently.
+pub fn same_fields<F: Serialize, T: Serialize + DeserializeOwned>(from: F) -> anyhow::Result<T> {
+    let value = serde_json::to_value(&from)?;
+    let converted: T = serde_json::from_value(value.clone())
+        .map_err(|error| anyhow::anyhow!("the fields do not convert: {error}"))?;
+    let back = serde_json::to_value(&converted)?;
+    if let Some(lost) = lost_field(&value, &back, "") {
+        anyhow::bail!("the field `{lost}` has no place in the other version: convert it by hand");
+    }
+    Ok(converted)
+}
+
+/// The first field of `from` that `to` lacks or holds otherwise, as a dotted path.
+fn lost_field(from: &serde_json::Value, to: &serde_json::Value, at: &str) -> Option<String> {
+    match (from, to) {
+        (serde_json::Value::Object(from), serde_json::Value::Object(to)) => {
+            from.iter().find_map(|(key, value)| {
+                let path = if at.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{at}.{key}")
+                };
+                match to.get(key) {
+                    None if value.is_null() => None,
+                    None => Some(path),
+                    Some(other) => lost_field(value, other, &path),
+                }
+            })
+        }
+        (from, to) if from == to => None,
+        _ => Some(at.to_owned()),
+    }
+}
+
+type Handler = Arc<dyn Fn(Bytes) -> futures::future::BoxFuture<'static, Response> + Send + Sync>;
+
+/// The webhooks of a project: typed handlers by path. Serve them with
+/// [`Manager::webhooks`](crate::Manager::webhooks); test them with [`Webhooks::call`].
+#[derive(Clone)]
+pub struct Webhooks {
+    handlers: BTreeMap<String, Handler>,
+    conversions: BTreeMap<(String, String), Arc<Conversion>>,
+    timeout: Duration,
+}
+
+impl Default for Webhooks {
+    fn default() -> Self {
+        Self {
+            handlers: BTreeMap::new(),
+            conversions: BTreeMap::new(),
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+impl fmt::Debug for Webhooks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Webhooks")
+            .field("paths", &self.paths())
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl Webhooks {
+    /// No webhooks yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether nothing is registered.
+    pub fn is_empty(&self) -> bool {
+        self.handlers.is_empty() && self.conversions.is_empty()
+    }
+
+    /// The paths served, in order.
+    pub fn paths(&self) -> Vec<&str> {
+        let mut paths: Vec<&str> = self.handlers.keys().map(String::as_str).collect();
+        if !self.conversions.is_empty() {
+            paths.push(CONVERT_PATH);
+            paths.sort_unstable();
+        }
+        paths
+    }
+
+    /// How long one review may take, its body read included (default [`DEFAULT_TIMEOUT`]).
+    pub fn timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Serves the mutating webhook of kind `K` at `path`.
+    ///
+    /// # Panics
+    /// When `path` is taken.
+    pub fn defaulting<K, D>(&mut self, path: &str, defaulter: D) -> &mut Self
+    where
+        K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Send + 'static,
+        D: Defaulter<K>,
+    {
+        let defaulter = Arc::new(defaulter);
+        self.add(
+            path,
+            Arc::new(move |body| {
+                let defaulter = defaulter.clone();
+                Box::pin(async move {
+                    admit::<K, _, _>(body, move |request| async move {
+                        let mut object = request.object.ok_or_else(|| {
+                            Denied::invalid("the review has no object to default")
+                        })?;
+                        let before = to_value(&object)?;
+                        defaulter.default(&mut object).await?;
+                        let after = to_value(&object)?;
+                        Ok((Vec::new(), json_patch::diff(&before, &after)))
+                    })
+                    .await
+                })
+            }),
+        )
+    }
+
+    /// Serves the validating webhook of kind `K` at `path`.
+    ///
+    /// # Panics
+    /// When `path` is taken.
+    pub fn validating<K, V>(&mut self, path: &str, validator: V) -> &mut Self
+    where
+        K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Send + Sync + 'static,
+        V: Validator<K>,
+    {
+        let validator = Arc::new(validator);
+        self.add(
+            path,
+            Arc::new(move |body| {
+                let validator = validator.clone();
+                Box::pin(async move {
+                    admit::<K, _, _>(body, move |request| async move {
+                        let missing = |which: &str| {
+                            Denied::invalid(format!(
+                                "the {:?} review has no {which}",
+                                request.operation
+                            ))
+                        };
+                        let warnings = match request.operation {
+                            Operation::Create => {
+                                let object =
+                                    request.object.as_ref().ok_or_else(|| missing("object"))?;
+                                validator.validate_create(object).await?
+                            }
+                            Operation::Update => {
+                                let new =
+                                    request.object.as_ref().ok_or_else(|| missing("object"))?;
+                                let old = request
+                                    .old_object
+                                    .as_ref()
+                                    .ok_or_else(|| missing("oldObject"))?;
+                                validator.validate_update(old, new).await?
+                            }
+                            Operation::Delete => {
+                                let old = request
+                                    .old_object
+                                    .as_ref()
+                                    .ok_or_else(|| missing("oldObject"))?;
+                                validator.validate_delete(old).await?
+                            }
+                            Operation::Connect => Vec::new(),
+                        };
+                        Ok((warnings, json_patch::Patch(Vec::new())))
+                    })
+                    .await
+                })
+            }),
+        )
+    }
+
+    /// Serves the conversions of one kind at [`CONVERT_PATH`], next to those of other kinds.
+    ///
+    /// # Panics
+    /// When the kind has a conversion already.
+    pub fn conversion(&mut self, conversion: Conversion) -> &mut Self {
+        let key = (conversion.group.clone(), conversion.kind.clone());
+        assert!(
+            !self.conversions.contains_key(&key),
+            "the conversion of {} is registered twice",
+            conversion.kind
+        );
+        self.conversions.insert(key, Arc::new(conversion));
+        self
+    }
+
+    fn add(&mut self, path: &str, handler: Handler) -> &mut Self {
+        assert!(
+            path.starts_with('/') && path != CONVERT_PATH,
+            "invalid webhook path `{path}`: it must start with `/` and not be {CONVERT_PATH}"
+        );
+        let previous = self.handlers.insert(path.to_owned(), handler);
+        assert!(
+            previous.is_none(),
+            "the webhook path `{path}` is registered twice"
+        );
+        self
+    }
+
+    /// The HTTP routes: `POST` on every path, with the body limit and the timeout.
+    pub fn router(&self) -> Router {
+        let mut router = Router::new();
+        for (path, handler) in &self.handlers {
+            router = router.route(path, post(serve(handler.clone(), self.timeout)));
+        }
+        if !self.conversions.is_empty() {
+            let conversions = Arc::new(self.conversions.clone());
+            let handler: Handler = Arc::new(move |body| {
+                let conversions = conversions.clone();
+                Box::pin(async move { convert(&conversions, &body) })
+            });
+            router = router.route(CONVERT_PATH, post(serve(handler, self.timeout)));
+        }
+        router
+    }
+
+    /// Posts `body` to `path` through the router, as the API server would, minus TLS: for tests.
+    pub async fn call(&self, path: &str, body: impl Into<Bytes>) -> Response<Bytes> {
+        use tower::ServiceExt as _;
+        let request = axum::http::Request::post(path)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.into()))
+            .expect("a valid request");
+        let response = self
+            .router()
+            .oneshot(request)
+            .await
+            .expect("the router is infallible");
+        let (parts, body) = response.into_parts();
+        let bytes = axum::body::to_bytes(body, usize::MAX)
+            .await
+            .expect("the body of a response in memory");
+        Response::from_parts(parts, bytes)
+    }
+
+    /// Posts the AdmissionReview `review` to `path` and returns the answer: for tests. Fails
+    /// when the server answers anything but a review.
+    pub async fn review(
+        &self,
+        path: &str,
+        review: &serde_json::Value,
+    ) -> anyhow::Result<Admission> {
+        let response = self.call(path, serde_json::to_vec(review)?).await;
+        anyhow::ensure!(
+            response.status() == StatusCode::OK,
+            "{path} answered {}: {}",
+            response.status(),
+            String::from_utf8_lossy(response.body())
+        );
+        let review: AdmissionReview<DynamicObject> = serde_json::from_slice(response.body())?;
+        let response = review
+            .response
+            .ok_or_else(|| anyhow::anyhow!("{path} answered a review without a response"))?;
+        let patch = match &response.patch {
+            None => None,
+            Some(bytes) => Some(serde_json::from_slice(bytes)?),
+        };
+        Ok(Admission {
+            uid: response.uid,
+            allowed: response.allowed,
+            message: response.result.message,
+            reason: response.result.reason,
+            code: response.result.code,
+            warnings: response.warnings.unwrap_or_default(),
+            patch,
+        })
+    }
+
+    /// Posts a ConversionReview asking for `objects` in `desired_api_version` to
+    /// [`CONVERT_PATH`]; the converted objects, or the failure's message: for tests.
+    pub async fn convert(
+        &self,
+        desired_api_version: &str,
+        objects: Vec<serde_json::Value>,
+    ) -> anyhow::Result<Result<Vec<serde_json::Value>, String>> {
+        let review = serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "ConversionReview",
+            "request": {
+                "uid": "00000000-0000-0000-0000-000000000000",
+                "desiredAPIVersion": desired_api_version,
+                "objects": objects,
+            },
+        });
+        let response = self.call(CONVERT_PATH, serde_json::to_vec(&review)?).await;
+        anyhow::ensure!(
+            response.status() == StatusCode::OK,
+            "{CONVERT_PATH} answered {}: {}",
+            response.status(),
+            String::from_utf8_lossy(response.body())
+        );
+        let review: ConversionReview = serde_json::from_slice(response.body())?;
+        let response = review
+            .response
+            .ok_or_else(|| anyhow::anyhow!("{CONVERT_PATH} answered without a response"))?;
+        Ok(
+            if response.result.status == Some(kube::core::response::StatusSummary::Success) {
+                Ok(response.converted_objects)
+            } else {
+                Err(response.result.message)
+            },
+        )
+    }
+}
+
+/// An AdmissionReview's answer, as [`Webhooks::review`] reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Admission {
+    /// The uid of the request it answers.
+    pub uid: String,
+    /// Whether the request is admitted.
+    pub allowed: bool,
+    /// Why not, when it is not.
+    pub message: String,
+    /// The `StatusReason` of a denial.
+    pub reason: String,
+    /// The HTTP code of a denial.
+    pub code: u16,
+    /// Warnings for the client.
+    pub warnings: Warnings,
+    /// The JSON patch of a defaulting webhook; `None` when nothing changes.
+    pub patch: Option<json_patch::Patch>,
+}
+
+impl Admission {
+    /// `object` with the patch applied, as the API server would store it.
+    pub fn apply<K: Serialize + DeserializeOwned>(&self, object: &K) -> anyhow::Result<K> {
+        let mut value = serde_json::to_value(object)?;
+        if let Some(patch) = &self.patch {
+            json_patch::patch(&mut value, patch)?;
+        }
+        Ok(serde_json::from_value(value)?)
+    }
+}
+
+/// AdmissionReviews for tests, as the API server sends them.
+pub mod review {
+    use super::*;
+
+    /// The review of creating `object`.
+    pub fn create<K: Resource<DynamicType = ()> + Serialize>(object: &K) -> serde_json::Value {
+        build::<K>("CREATE", Some(object), None)
+    }
+
+    /// The review of updating `old` to `new`.
+    pub fn update<K: Resource<DynamicType = ()> + Serialize>(
+        old: &K,
+        new: &K,
+    ) -> serde_json::Value {
+        build::<K>("UPDATE", Some(new), Some(old))
+    }
+
+    /// The review of deleting `object`.
+    pub fn delete<K: Resource<DynamicType = ()> + Serialize>(object: &K) -> serde_json::Value {
+        build::<K>("DELETE", None, Some(object))
+    }
+
+    fn build<K: Resource<DynamicType = ()> + Serialize>(
+        operation: &str,
+        object: Option<&K>,
+        old: Option<&K>,
+    ) -> serde_json::Value {
+        let meta = object.or(old).map(|o| o.meta().clone()).unwrap_or_default();
+        let gvk = serde_json::json!({
+            "group": K::group(&()),
+            "version": K::version(&()),
+            "kind": K::kind(&()),
+        });
+        let gvr = serde_json::json!({
+            "group": K::group(&()),
+            "version": K::version(&()),
+            "resource": K::plural(&()),
+        });
+        serde_json::json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+                "kind": gvk,
+                "resource": gvr,
+                "requestKind": gvk,
+                "requestResource": gvr,
+                "name": meta.name.unwrap_or_default(),
+                "namespace": meta.namespace,
+                "operation": operation,
+                "userInfo": {"username": "admin", "groups": ["system:authenticated"]},
+                "object": object.map(|o| serde_json::to_value(o).expect("the object serializes")),
+                "oldObject": old.map(|o| serde_json::to_value(o).expect("the object serializes")),
+                "dryRun": false,
+            },
+        })
+    }
+}
+
+fn to_value<K: Serialize>(object: &K) -> Result<serde_json::Value, Denied> {
+    serde_json::to_value(object)
+        .map_err(|error| Denied::invalid(format!("cannot serialize the object: {error}")))
+}
+
+/// An axum handler that reads at most [`MAX_BODY_BYTES`] and answers within `timeout`.
+fn serve(
+    handler: Handler,
+    timeout: Duration,
+) -> impl Fn(Request) -> futures::future::BoxFuture<'static, Response> + Clone + Send + Sync + 'static
+{
+    move |request: Request| {
+        let handler = handler.clone();
+        Box::pin(async move {
+            let work = async {
+                match axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES).await {
+                    Ok(body) => handler(body).await,
+                    Err(error) => {
+                        let too_large = std::error::Error::source(&error)
+                            .is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
+                        if too_large {
+                            (
+                                StatusCode::PAYLOAD_TOO_LARGE,
+                                format!("the review is larger than {MAX_BODY_BYTES} bytes"),
+                            )
+                                .into_response()
+                        } else {
+                            bad_request(format!("failed to read the review: {error}"))
+                        }
+                    }
+                }
+            };
+            match tokio::time::timeout(timeout, work).await {
+                Ok(response) => response,
+                Err(_) => {
+                    tracing::warn!("a webhook request took longer than {timeout:?}");
+                    (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        format!("the webhook did not answer within {timeout:?}"),
+                    )
+                        .into_response()
+                }
+            }
+        })
+    }
+}
+
+fn bad_request(message: String) -> Response {
+    tracing::debug!("refused a webhook request: {message}");
+    (StatusCode::BAD_REQUEST, message).into_response()
+}
+
+fn json(value: &impl Serialize) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => ([(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
+        Err(error) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("failed to serialize the answer: {error}"),
+        )
+            .into_response(),
+    }
+}
+
+/// Reads an AdmissionReview, types its objects as `K`, runs `handle`, and answers.
+async fn admit<K, F, Fut>(body: Bytes, handle: F) -> Response
+where
+    K: Resource<DynamicType = ()> + DeserializeOwned,
+    F: FnOnce(AdmissionRequest<K>) -> Fut,
+    Fut: Future<Output = Result<(Warnings, json_patch::Patch), Denied>>,
+{
+    let review: AdmissionReview<DynamicObject> = match serde_json::from_slice(&body) {
+        Ok(review) => review,
+        Err(error) => return bad_request(format!("malformed AdmissionReview: {error}")),
+    };
+    let request: AdmissionRequest<DynamicObject> = match review.try_into() {
+        Ok(request) => request,
+        Err(error) => return bad_request(format!("malformed AdmissionReview: {error}")),
+    };
+    let response = AdmissionResponse::from(&request);
+    let kind = K::kind(&());
+    let typed = typed::<K>(request);
+    let outcome = match typed {
+        Ok(request) => handle(request).await,
+        Err(error) => Err(Denied::invalid(format!("cannot read the {kind}: {error}"))),
+    };
+    let response = match outcome {
+        Ok((warnings, patch)) => {
+            let mut response = if patch.0.is_empty() {
+                response
+            } else {
+                match response.with_patch(patch) {
+                    Ok(response) => response,
+                    Err(error) => {
+                        return json(
+                            &AdmissionResponse::invalid(format!("cannot write the patch: {error}"))
+                                .into_review(),
+                        );
+                    }
+                }
+            };
+            if !warnings.is_empty() {
+                response.warnings = Some(warnings);
+            }
+            response
+        }
+        Err(denied) => {
+            let mut response = response.deny(&denied.message);
+            response.result.reason = denied.reason;
+            response.result.code = denied.code;
+            response
+        }
+    };
+    json(&response.into_review())
+}
+
+/// The request with its objects read as `K`.
+fn typed<K: Resource<DynamicType = ()> + DeserializeOwned>(
+    request: AdmissionRequest<DynamicObject>,
+) -> Result<AdmissionRequest<K>, serde_json::Error> {
+    let retype = |object: Option<DynamicObject>| -> Result<Option<K>, serde_json::Error> {
+        object
+            .map(|o| serde_json::to_value(o).and_then(serde_json::from_value))
+            .transpose()
+    };
+    let AdmissionRequest {
+        types,
+        uid,
+        kind,
+        resource,
+        sub_resource,
+        request_kind,
+        request_resource,
+        request_sub_resource,
+        name,
+        namespace,
+        operation,
+        user_info,
+        object,
+        old_object,
+        dry_run,
+        options,
+        ..
+    } = request;
+    Ok(AdmissionRequest {
+        types,
+        uid,
+        kind,
+        resource,
+        sub_resource,
+        request_kind,
+        request_resource,
+        request_sub_resource,
+        name,
+        namespace,
+        operation,
+        user_info,
+        object: retype(object)?,
+        old_object: retype(old_object)?,
+        dry_run,
+        options,
+    })
+}
+
+/// Answers a ConversionReview.
+fn convert(conversions: &BTreeMap<(String, String), Arc<Conversion>>, body: &[u8]) -> Response {
+    let review: ConversionReview = match serde_json::from_slice(body) {
+        Ok(review) => review,
+        Err(error) => return bad_request(format!("malformed ConversionReview: {error}")),
+    };
+    let request = match ConversionRequest::from_review(review) {
+        Ok(request) => request,
+        Err(error) => return bad_request(format!("malformed ConversionReview: {error}")),
+    };
+    let desired = request.desired_api_version.clone();
+    let objects = request.objects.clone();
+    let response = ConversionResponse::for_request(request);
+    let converted: anyhow::Result<Vec<serde_json::Value>> = objects
+        .into_iter()
+        .map(|object| convert_one(conversions, object, &desired))
+        .collect();
+    let response = match converted {
+        Ok(objects) => response.success(objects),
+        Err(error) => {
+            tracing::warn!("conversion to {desired} failed: {error:#}");
+            response.failure(Status::failure(&format!("{error:#}"), "Invalid"))
+        }
+    };
+    json(&response.into_review())
+}
+
+fn convert_one(
+    conversions: &BTreeMap<(String, String), Arc<Conversion>>,
+    object: serde_json::Value,
+    desired: &str,
+) -> anyhow::Result<serde_json::Value> {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default().to_owned();
+    let kind = object["kind"].as_str().unwrap_or_default().to_owned();
+    let (group, version) = api_version
+        .rsplit_once('/')
+        .ok_or_else(|| anyhow::anyhow!("an object has no group in apiVersion `{api_version}`"))?;
+    let (desired_group, desired_version) = desired
+        .rsplit_once('/')
+        .ok_or_else(|| anyhow::anyhow!("invalid desiredAPIVersion `{desired}`"))?;
+    anyhow::ensure!(
+        group == desired_group,
+        "cannot convert {kind} from group {group} to group {desired_group}"
+    );
+    let conversion = conversions
+        .get(&(group.to_owned(), kind.clone()))
+        .ok_or_else(|| anyhow::anyhow!("no conversion is registered for {group}, Kind={kind}"))?;
+    conversion
+        .convert(object, version, desired_version)
+        .map_err(|error| {
+            error.context(format!(
+                "cannot convert {kind} {version} to {desired_version}"
+            ))
+        })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::testing::within;
+    use kube::ResourceExt as _;
+    use serde::Deserialize;
+
+    /// An application: version v1 is the hub.
+    #[derive(kube::CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq)]
+    #[kube(
+        group = "example.com",
+        version = "v1",
+        kind = "Application",
+        namespaced,
+        status = "ApplicationStatus",
+        schema = "disabled"
+    )]
+    pub(crate) struct ApplicationSpec {
+        pub(crate) replicas: i32,
+        #[serde(default)]
+        pub(crate) image: String,
+    }
+
+    #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    pub(crate) struct ApplicationStatus {
+        available_replicas: i32,
+    }
+
+    /// Version v2 of Application, whose replicas are a string.
+    pub(crate) mod v2 {
+        use super::*;
+
+        #[derive(
+            kube::CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq,
+        )]
+        #[kube(
+            group = "example.com",
+            version = "v2",
+            kind = "Application",
+            namespaced,
+            schema = "disabled"
+        )]
+        pub(crate) struct ApplicationSpec {
+            pub(crate) scale: String,
+            pub(crate) image: String,
+        }
+    }
+
+    struct Defaults;
+
+    impl Defaulter<Application> for Defaults {
+        async fn default(&self, app: &mut Application) -> Result<(), Denied> {
+            if app.spec.replicas == 0 {
+                app.spec.replicas = 1;
+            }
+            if app.spec.image == "forbidden" {
+                return Err(Denied::new("forbidden image"));
+            }
+            Ok(())
+        }
+    }
+
+    struct Rules;
+
+    impl Validator<Application> for Rules {
+        async fn validate_create(&self, app: &Application) -> Result<Warnings, Denied> {
+            check(app)
+        }
+        async fn validate_update(
+            &self,
+            old: &Application,
+            new: &Application,
+        ) -> Result<Warnings, Denied> {
+            if new.spec.image != old.spec.image && new.spec.image.is_empty() {
+                return Err(Denied::invalid("image cannot be removed"));
+            }
+            check(new)
+        }
+        async fn validate_delete(&self, app: &Application) -> Result<Warnings, Denied> {
+            if app.labels().contains_key("protected") {
+                return Err(Denied::new("the application is protected"));
+            }
+            Ok(Vec::new())
+        }
+    }
+
+    fn check(app: &Application) -> Result<Warnings, Denied> {
+        if app.spec.replicas < 1 {
+            return Err(Denied::invalid("replicas must be at least 1"));
+        }
+        if app.spec.replicas > 5 {
+            return Ok(vec!["more than 5 replicas".into()]);
+        }
+        Ok(Vec::new())
+    }
+
+    fn app(replicas: i32, image: &str) -> Application {
+        let mut app = Application::new(
+            "web",
+            ApplicationSpec {
+                replicas,
+                image: image.into(),
+            },
+        );
+        app.metadata.namespace = Some("default".into());
+        app
+    }
+
+    pub(crate) fn webhooks() -> Webhooks {
+        let mut conversion = Conversion::hub::<Application>();
+        conversion.spoke(
+            |spoke: v2::Application| {
+                Ok(Application {
+                    metadata: spoke.metadata,
+                    spec: ApplicationSpec {
+                        replicas: spoke.spec.scale.parse()?,
+                        image: spoke.spec.image,
+                    },
+                    status: None,
+                })
+            },
+            |hub: Application| {
+                Ok(v2::Application {
+                    metadata: hub.metadata,
+                    spec: v2::ApplicationSpec {
+                        scale: hub.spec.replicas.to_string(),
+                        image: hub.spec.image,
+                    },
+                })
+            },
+        );
+        let mut webhooks = Webhooks::new();
+        webhooks
+            .defaulting("/mutate", Defaults)
+            .validating("/validate", Rules)
+            .conversion(conversion);
+        webhooks
+    }
+
+    #[tokio::test]
+    async fn defaulting_answers_the_exact_patch() {
+        let webhooks = webhooks();
+        let answer = within(webhooks.review("/mutate", &review::create(&app(0, "nginx"))))
+            .await
+            .unwrap();
+        assert!(answer.allowed);
+        assert_eq!(answer.uid, "705ab4f5-6393-11e8-b7cc-42010a800002");
+        assert_eq!(
+            serde_json::to_value(answer.patch.as_ref().unwrap()).unwrap(),
+            serde_json::json!([{"op": "replace", "path": "/spec/replicas", "value": 1}])
+        );
+        assert_eq!(
+            answer.apply(&app(0, "nginx")).unwrap().spec,
+            app(1, "nginx").spec
+        );
+
+        let unchanged = within(webhooks.review("/mutate", &review::create(&app(3, "nginx"))))
+            .await
+            .unwrap();
+        assert!(unchanged.allowed);
+        assert_eq!(unchanged.patch, None);
+
+        let denied = within(webhooks.review("/mutate", &review::create(&app(1, "forbidden"))))
+            .await
+            .unwrap();
+        assert!(!denied.allowed);
+        assert_eq!(
+            (denied.message.as_str(), denied.reason.as_str(), denied.code),
+            ("forbidden image", "Forbidden", 403)
+        );
+    }
+
+    #[tokio::test]
+    async fn validation_denies_with_the_message_and_warns() {
+        let webhooks = webhooks();
+        let denied = within(webhooks.review("/validate", &review::create(&app(0, "nginx"))))
+            .await
+            .unwrap();
+        assert!(!denied.allowed);
+        assert_eq!(
+            (denied.message.as_str(), denied.reason.as_str(), denied.code),
+            ("replicas must be at least 1", "Invalid", 422)
+        );
+
+        let warned = within(webhooks.review("/validate", &review::create(&app(6, "nginx"))))
+            .await
+            .unwrap();
+        assert!(warned.allowed);
+        assert_eq!(warned.warnings, vec!["more than 5 replicas".to_owned()]);
+
+        let update = review::update(&app(2, "nginx"), &app(2, ""));
+        let denied = within(webhooks.review("/validate", &update)).await.unwrap();
+        assert_eq!(denied.message, "image cannot be removed");
+        let update = review::update(&app(2, "nginx"), &app(-1, "nginx"));
+        let denied = within(webhooks.review("/validate", &update)).await.unwrap();
+        assert_eq!(denied.message, "replicas must be at least 1");
+
+        let mut protected = app(1, "nginx");
+        protected
+            .labels_mut()
+            .insert("protected".into(), "yes".into());
+        let denied = within(webhooks.review("/validate", &review::delete(&protected)))
+            .await
+            .unwrap();
+        assert_eq!(denied.message, "the application is protected");
+        let allowed = within(webhooks.review("/validate", &review::delete(&app(1, "nginx"))))
+            .await
+            .unwrap();
+        assert!(allowed.allowed);
+        assert!(allowed.warnings.is_empty());
+    }
+
+    #[tokio::test]
+    async fn malformed_reviews_get_a_400_with_the_reason() {
+        let webhooks = webhooks();
+        for path in ["/mutate", "/validate", CONVERT_PATH] {
+            let response = within(webhooks.call(path, "{not json")).await;
+            assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{path}");
+            let body = String::from_utf8_lossy(response.body()).into_owned();
+            assert!(body.starts_with("malformed "), "{path}: {body}");
+        }
+        // A review without a request.
+        let response = within(webhooks.call(
+            "/validate",
+            r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#,
+        ))
+        .await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        // Only POST is served; unknown paths are not.
+        assert_eq!(
+            within(webhooks.call("/nowhere", "{}")).await.status(),
+            StatusCode::NOT_FOUND
+        );
+    }
+
+    #[tokio::test]
+    async fn an_object_of_another_shape_is_denied_not_a_panic() {
+        let mut review = review::create(&app(1, "nginx"));
+        review["request"]["object"]["spec"]["replicas"] = serde_json::json!("three");
+        let answer = within(webhooks().review("/validate", &review))
+            .await
+            .unwrap();
+        assert!(!answer.allowed);
+        assert!(
+            answer.message.starts_with("cannot read the Application: "),
+            "{}",
+            answer.message
+        );
+    }
+
+    #[tokio::test]
+    async fn bodies_over_the_limit_are_refused() {
+        let body = vec![b' '; MAX_BODY_BYTES + 1];
+        let response = within(webhooks().call("/validate", body)).await;
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
+
+    struct Slow;
+
+    impl Validator<Application> for Slow {
+        async fn validate_create(&self, _: &Application) -> Result<Warnings, Denied> {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(Vec::new())
+        }
+        async fn validate_update(
+            &self,
+            _: &Application,
+            _: &Application,
+        ) -> Result<Warnings, Denied> {
+            Ok(Vec::new())
+        }
+        async fn validate_delete(&self, _: &Application) -> Result<Warnings, Denied> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_handler_is_cut_off_at_the_timeout() {
+        let mut webhooks = Webhooks::new();
+        webhooks
+            .timeout(Duration::from_secs(2))
+            .validating("/slow", Slow);
+        let body = serde_json::to_vec(&review::create(&app(1, "nginx"))).unwrap();
+        let started = tokio::time::Instant::now();
+        let response = within(webhooks.call("/slow", body)).await;
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(started.elapsed(), Duration::from_secs(2));
+    }
+
+    #[tokio::test]
+    async fn conversion_round_trips_through_the_hub() {
+        let webhooks = webhooks();
+        let mut hub = app(3, "nginx");
+        hub.metadata.labels = Some([("team".to_owned(), "a".to_owned())].into());
+        hub.metadata.resource_version = Some("42".into());
+        let original = serde_json::to_value(&hub).unwrap();
+
+        let spokes = within(webhooks.convert("example.com/v2", vec![original.clone()]))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(spokes[0]["apiVersion"], "example.com/v2");
+        assert_eq!(spokes[0]["spec"]["scale"], "3");
+        assert_eq!(spokes[0]["metadata"], original["metadata"]);
+
+        let back = within(webhooks.convert("example.com/v1", spokes))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(back, vec![original.clone()]);
+
+        // Asking for the version an object has returns it as it is.
+        let same = within(webhooks.convert("example.com/v1", vec![original.clone()]))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(same, vec![original]);
+    }
+
+    #[tokio::test]
+    async fn conversion_failures_name_the_cause() {
+        let webhooks = webhooks();
+        let unknown = within(webhooks.convert(
+            "example.com/v3",
+            vec![serde_json::to_value(app(1, "x")).unwrap()],
+        ))
+        .await
+        .unwrap()
+        .unwrap_err();
+        assert_eq!(
+            unknown,
+            "cannot convert Application v1 to v3: Application has no version v3: it converts v1, v2"
+        );
+        let other =
+            serde_json::json!({"apiVersion": "example.com/v1", "kind": "Database", "metadata": {}});
+        let error = within(webhooks.convert("example.com/v2", vec![other]))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(
+            error,
+            "no conversion is registered for example.com, Kind=Database"
+        );
+        let mut bad = serde_json::to_value(v2::Application::new(
+            "web",
+            v2::ApplicationSpec {
+                scale: "many".into(),
+                image: "x".into(),
+            },
+        ))
+        .unwrap();
+        bad["metadata"]["namespace"] = "default".into();
+        let error = within(webhooks.convert("example.com/v1", vec![bad]))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            error.starts_with("cannot convert Application v2 to v1: invalid digit"),
+            "{error}"
+        );
+    }
+
+    /// What an HTTPS request got: the status, the body and the certificate the server presented.
+    pub(crate) struct Answer {
+        pub(crate) status: StatusCode,
+        pub(crate) body: Vec<u8>,
+        pub(crate) cert: Vec<u8>,
+    }
+
+    /// Posts `body` to `https://localhost:<port><path>`, trusting only `root`; over HTTP/2 with
+    /// prior knowledge when `http2`, else HTTP/1.1.
+    pub(crate) async fn https_post(
+        port: u16,
+        root: &[u8],
+        http2: bool,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<Answer, String> {
+        use http_body_util::{BodyExt as _, Full};
+        use hyper_util::rt::{TokioExecutor, TokioIo};
+        use rustls::pki_types::{CertificateDer, ServerName};
+
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from(root.to_vec()))
+            .map_err(|e| e.to_string())?;
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let request = http::Request::post(path)
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| e.to_string())?;
+        let exchange = async {
+            let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .map_err(|e| e.to_string())?;
+            let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+                .connect(ServerName::try_from("localhost").unwrap(), tcp)
+                .await
+                .map_err(|e| e.to_string())?;
+            let cert = tls.get_ref().1.peer_certificates().unwrap()[0].to_vec();
+            let io = TokioIo::new(tls);
+            let response = if http2 {
+                let (mut sender, connection) =
+                    hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                tokio::spawn(connection);
+                sender
+                    .send_request(request)
+                    .await
+                    .map_err(|e| e.to_string())?
+            } else {
+                let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                tokio::spawn(connection);
+                sender
+                    .send_request(request)
+                    .await
+                    .map_err(|e| e.to_string())?
+            };
+            let status = response.status();
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| e.to_string())?
+                .to_bytes()
+                .to_vec();
+            Ok(Answer { status, body, cert })
+        };
+        tokio::time::timeout(Duration::from_secs(10), exchange)
+            .await
+            .unwrap_or_else(|_| Err("timed out".into()))
+    }
+
+    #[tokio::test]
+    async fn over_https_a_swapped_certificate_is_served_to_new_connections() {
+        use crate::server::{ServeOptions, serve};
+        use crate::tls::{CertResolver, CertSource};
+
+        let dir = crate::tls::tests::tempdir();
+        let first = crate::tls::tests::write_certificate(dir.path(), "localhost");
+        let resolver = CertResolver::new(CertSource::from_flags(
+            Some(dir.path()),
+            "tls.crt",
+            "tls.key",
+        ))
+        .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let server = tokio::spawn(serve(
+            listener,
+            webhooks().router(),
+            ServeOptions {
+                tls: Some(resolver.server_config(false).unwrap()),
+                http2: false,
+            },
+            shutdown.clone(),
+        ));
+        let body = serde_json::to_vec(&review::create(&app(0, "nginx"))).unwrap();
+
+        let answer = https_post(port, &first, false, "/mutate", body.clone())
+            .await
+            .unwrap();
+        assert_eq!(answer.status, StatusCode::OK);
+        assert_eq!(answer.cert, first);
+        let review: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+        assert_eq!(review["response"]["allowed"], true);
+        assert_eq!(review["response"]["patchType"], "JSONPatch");
+
+        // HTTP/2 is off: a client that insists on it gets nothing.
+        assert!(
+            https_post(port, &first, true, "/mutate", body.clone())
+                .await
+                .is_err()
+        );
+
+        // cert-manager rotates the Secret; the next check reloads it.
+        let second = crate::tls::tests::write_certificate(dir.path(), "localhost");
+        resolver.reload().unwrap();
+        assert!(
+            https_post(port, &first, false, "/mutate", body.clone())
+                .await
+                .is_err()
+        );
+        let answer = https_post(port, &second, false, "/mutate", body)
+            .await
+            .unwrap();
+        assert_eq!(answer.status, StatusCode::OK);
+        assert_eq!(answer.cert, second);
+
+        shutdown.cancel();
+        within(server).await.unwrap().unwrap();
+    }
+
+    #[test]
+    fn same_fields_converts_and_refuses_to_lose_data() {
+        #[derive(Serialize, Deserialize, Debug, PartialEq)]
+        struct Narrow {
+            replicas: i32,
+        }
+        let wide = ApplicationSpec {
+            replicas: 2,
+            image: String::new(),
+        };
+        // An empty string is kept as a value, so the narrow version loses it.
+        let error = same_fields::<_, Narrow>(&wide).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the field `image` has no place in the other version: convert it by hand"
+        );
+        let back: ApplicationSpec = same_fields(Narrow { replicas: 2 }).unwrap();
+        assert_eq!(back, wide);
+        let error = same_fields::<_, Narrow>(serde_json::json!({"replicas": "two"})).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("the fields do not convert: invalid type"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "the webhook path `/mutate` is registered twice")]
+    fn a_path_registered_twice_is_a_programming_error() {
+        webhooks().defaulting("/mutate", Defaults);
+    }
+}

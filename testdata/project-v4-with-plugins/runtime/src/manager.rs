@@ -1,0 +1,1001 @@
+//! The manager: runs the registered controllers, the probe and metrics endpoints and leader
+//! election, and stops them all cleanly on SIGTERM, as controller-runtime's manager does.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, anyhow};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use kube::Client;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::args::ManagerArgs;
+use crate::health::{self, Health, ReadyCheck};
+use crate::leader::{self, Held, LeaderElectionConfig, LeaderElector};
+use crate::metrics::{self, Authorizer, Metrics};
+use crate::server::{self, ServeOptions};
+use crate::tls::{self, CertResolver, CertSource};
+use crate::webhook::Webhooks;
+
+/// How long controllers get to stop after shutdown begins (controller-runtime's default
+/// `GracefulShutdownTimeout`); a leader's Lease is renewed meanwhile.
+pub const GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+// Controllers publish events with kube's `Recorder`, which creates them and patches repeats
+// into a series; leader election reads and writes its Lease.
+// +rsbuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+/// What a controller gets from the manager.
+#[derive(Clone)]
+pub struct ControllerContext {
+    /// The controller's name, as registered; it labels its metrics and readiness check.
+    pub name: &'static str,
+    /// A client for the API server.
+    pub client: Client,
+    /// The manager's metrics.
+    pub metrics: Arc<Metrics>,
+    /// Mark this ready once the controller's cache has synced.
+    pub ready: ReadyCheck,
+    /// Cancelled when the controller must stop: on SIGTERM, or when leadership is lost.
+    pub shutdown: CancellationToken,
+    /// The namespace to watch (`--watch-namespace`, `WATCH_NAMESPACE`); `None` watches all.
+    pub watch_namespace: Option<String>,
+}
+
+type StartFn = Box<dyn FnOnce(ControllerContext) -> BoxFuture<'static, anyhow::Result<()>> + Send>;
+
+/// A controller the manager starts: a name and an async function that runs until shutdown.
+pub struct Registration {
+    name: &'static str,
+    start: StartFn,
+}
+
+impl Registration {
+    /// Registers `start` under `name`. The future it returns must run until
+    /// `ControllerContext::shutdown` is cancelled; ending earlier stops the manager with an error.
+    pub fn new<F, Fut>(name: &'static str, start: F) -> Self
+    where
+        F: FnOnce(ControllerContext) -> Fut + Send + 'static,
+        Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+    {
+        Self {
+            name,
+            start: Box::new(move |ctx| start(ctx).boxed()),
+        }
+    }
+
+    /// The name it was registered under.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// Runs controllers and the endpoints around them.
+pub struct Manager {
+    args: ManagerArgs,
+    client: Client,
+    health: Health,
+    metrics: Arc<Metrics>,
+    leader_election_id: Option<String>,
+    require_watch_namespace: bool,
+    identity: String,
+    webhooks: Webhooks,
+}
+
+impl Manager {
+    /// A manager talking to the cluster of the in-cluster config or of `KUBECONFIG`.
+    pub async fn new(args: ManagerArgs) -> anyhow::Result<Self> {
+        let client = Client::try_default().await.context(
+            "failed to create a Kubernetes client: run in a pod or point KUBECONFIG at a cluster",
+        )?;
+        Ok(Self::with_client(args, client))
+    }
+
+    /// A manager using `client`; tests pass a mocked one.
+    pub fn with_client(args: ManagerArgs, client: Client) -> Self {
+        Self {
+            args,
+            client,
+            health: Health::default(),
+            metrics: Arc::default(),
+            leader_election_id: None,
+            require_watch_namespace: false,
+            identity: leader::default_identity(),
+            webhooks: Webhooks::new(),
+        }
+    }
+
+    /// The Lease name used for leader election when `--leader-election-id` is not given.
+    pub fn leader_election_id(mut self, id: impl Into<String>) -> Self {
+        self.leader_election_id = Some(id.into());
+        self
+    }
+
+    /// Refuses to run without `--watch-namespace` (or `WATCH_NAMESPACE`): for projects whose
+    /// RBAC is a Role in one namespace, where watching all namespaces would be forbidden.
+    pub fn require_watch_namespace(mut self) -> Self {
+        self.require_watch_namespace = true;
+        self
+    }
+
+    /// This replica's leader election identity (default: [`leader::default_identity`]).
+    pub fn identity(mut self, identity: impl Into<String>) -> Self {
+        self.identity = identity.into();
+        self
+    }
+
+    /// Serves `webhooks` over HTTPS on `--webhook-port`, on every replica, unless
+    /// `--enable-webhooks=false` (`ENABLE_WEBHOOKS=false`).
+    pub fn webhooks(mut self, webhooks: Webhooks) -> Self {
+        self.webhooks = webhooks;
+        self
+    }
+
+    /// The health state that `/healthz` and `/readyz` report.
+    pub fn health(&self) -> Health {
+        self.health.clone()
+    }
+
+    /// The manager's metrics.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.metrics.clone()
+    }
+
+    /// Runs until SIGTERM or Ctrl-C, or until a controller fails or leadership is lost.
+    pub async fn run(self, controllers: Vec<Registration>) -> anyhow::Result<()> {
+        let shutdown = CancellationToken::new();
+        tokio::spawn(cancel_on_signal(shutdown.clone()));
+        self.run_until(controllers, shutdown).await
+    }
+
+    /// Runs until `shutdown` is cancelled, or until a controller fails or leadership is lost.
+    pub async fn run_until(
+        self,
+        controllers: Vec<Registration>,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<()> {
+        if self.require_watch_namespace && self.args.watch_namespace.is_none() {
+            return Err(anyhow!(
+                "the manager of a namespaced project needs the namespace to watch: pass --watch-namespace or set WATCH_NAMESPACE"
+            ));
+        }
+        let election = if self.args.leader_elect {
+            let config = self.leader_election_config()?;
+            config.validate()?;
+            Some(config)
+        } else {
+            None
+        };
+
+        let servers = self.start_servers(&shutdown).await?;
+        let result = match election {
+            Some(config) => self.lead(config, controllers, &shutdown).await,
+            None => self.run_controllers(controllers, shutdown.clone()).await,
+        };
+
+        shutdown.cancel();
+        let mut servers = servers;
+        while let Some(joined) = servers.join_next().await {
+            if let Err(error) = joined.context("an HTTP server panicked").and_then(|r| r) {
+                tracing::error!("{error:#}");
+            }
+        }
+        result
+    }
+
+    fn leader_election_config(&self) -> anyhow::Result<LeaderElectionConfig> {
+        let lease_name = self
+            .args
+            .leader_election_id
+            .clone()
+            .or_else(|| self.leader_election_id.clone())
+            .context("leader election needs a Lease name: pass --leader-election-id")?;
+        Ok(LeaderElectionConfig {
+            lease_name,
+            namespace: self
+                .args
+                .leader_election_namespace
+                .clone()
+                .unwrap_or_else(|| self.client.default_namespace().to_owned()),
+            identity: self.identity.clone(),
+            lease_duration: self.args.leader_elect_lease_duration,
+            renew_deadline: self.args.leader_elect_renew_deadline,
+            retry_period: self.args.leader_elect_retry_period,
+        })
+    }
+
+    /// Binds and serves the probe and metrics endpoints; every replica serves them, leader or
+    /// not.
+    async fn start_servers(
+        &self,
+        shutdown: &CancellationToken,
+    ) -> anyhow::Result<JoinSet<anyhow::Result<()>>> {
+        let mut servers = JoinSet::new();
+        let http2 = self.args.enable_http2;
+        if let Some(addr) = self.args.health_probe_bind_address.socket_addr() {
+            let listener = TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("failed to bind the health probe address {addr}"))?;
+            tracing::info!(%addr, "serving /healthz and /readyz");
+            servers.spawn(server::serve(
+                listener,
+                health::router(self.health.clone()),
+                ServeOptions { tls: None, http2 },
+                shutdown.clone(),
+            ));
+        }
+        if let Some(addr) = self.args.metrics_bind_address.socket_addr() {
+            let listener = TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("failed to bind the metrics address {addr}"))?;
+            if self.args.metrics_secure {
+                let resolver = CertResolver::new(CertSource::from_flags(
+                    self.args.metrics_cert_path.as_deref(),
+                    &self.args.metrics_cert_name,
+                    &self.args.metrics_cert_key,
+                ))?;
+                let tls = resolver.server_config(http2)?;
+                tokio::spawn(
+                    resolver
+                        .clone()
+                        .reload_on_change(tls::RELOAD_INTERVAL, shutdown.clone()),
+                );
+                let router = metrics::router(
+                    self.metrics.clone(),
+                    Some(Authorizer::new(self.client.clone())),
+                );
+                tracing::info!(%addr, "serving /metrics over HTTPS to authorized clients");
+                servers.spawn(server::serve(
+                    listener,
+                    router,
+                    ServeOptions {
+                        tls: Some(tls),
+                        http2,
+                    },
+                    shutdown.clone(),
+                ));
+            } else {
+                tracing::info!(%addr, "serving /metrics over HTTP");
+                servers.spawn(server::serve(
+                    listener,
+                    metrics::router(self.metrics.clone(), None),
+                    ServeOptions { tls: None, http2 },
+                    shutdown.clone(),
+                ));
+            }
+        }
+        if !self.webhooks.is_empty() {
+            if self.args.enable_webhooks {
+                self.start_webhook_server(&mut servers, shutdown).await?;
+            } else {
+                tracing::info!("webhooks are disabled (ENABLE_WEBHOOKS=false)");
+            }
+        }
+        Ok(servers)
+    }
+
+    /// Binds the webhook port with the certificate of `--webhook-cert-path`; the readiness
+    /// check `webhook` passes once the server listens.
+    async fn start_webhook_server(
+        &self,
+        servers: &mut JoinSet<anyhow::Result<()>>,
+        shutdown: &CancellationToken,
+    ) -> anyhow::Result<()> {
+        let ready = self.health.readiness_check("webhook");
+        let source = CertSource::from_flags(
+            Some(&self.args.webhook_cert_path),
+            &self.args.webhook_cert_name,
+            &self.args.webhook_cert_key,
+        );
+        let resolver = CertResolver::new(source).context(
+            "the webhook server has no certificate: pass --webhook-cert-path, or run without webhooks with ENABLE_WEBHOOKS=false",
+        )?;
+        let tls = resolver.server_config(self.args.enable_http2)?;
+        let addr = std::net::SocketAddr::from(([0, 0, 0, 0], self.args.webhook_port));
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("failed to bind the webhook port {addr}"))?;
+        tokio::spawn(
+            resolver
+                .clone()
+                .reload_on_change(tls::RELOAD_INTERVAL, shutdown.clone()),
+        );
+        tracing::info!(%addr, paths = ?self.webhooks.paths(), "serving webhooks over HTTPS");
+        servers.spawn(server::serve(
+            listener,
+            self.webhooks.router(),
+            ServeOptions {
+                tls: Some(tls),
+                http2: self.args.enable_http2,
+            },
+            shutdown.clone(),
+        ));
+        ready.ready();
+        Ok(())
+    }
+
+    /// Waits for the Lease, then runs the controllers while this replica leads. A leader that
+    /// cannot renew stops its controllers before the Lease can expire, and fails.
+    async fn lead(
+        &self,
+        config: LeaderElectionConfig,
+        controllers: Vec<Registration>,
+        shutdown: &CancellationToken,
+    ) -> anyhow::Result<()> {
+        let lease = format!("{}/{}", config.namespace, config.lease_name);
+        let mut elector = LeaderElector::new(self.client.clone(), config.clone());
+        tracing::info!(identity = %config.identity, "waiting to acquire the leader election Lease {lease}");
+        let Some(mut leadership) = elector.acquire(shutdown).await else {
+            return Ok(());
+        };
+        tracing::info!("acquired the leader election Lease {lease}");
+        self.metrics.set_leader(true);
+
+        // The controllers stop on shutdown; the Lease is renewed until they have stopped, so
+        // that no other replica starts while they finish.
+        let stop = shutdown.child_token();
+        let renewing = CancellationToken::new();
+        let controllers = self.run_controllers(controllers, stop.clone());
+        tokio::pin!(controllers);
+        let held = tokio::select! {
+            result = &mut controllers => Ok(result),
+            held = elector.hold(&mut leadership, &renewing) => Err(held),
+        };
+        let result = match held {
+            Ok(result) => result,
+            // `renewing` is never cancelled: renewal outlives the controllers.
+            Err(Held::Stopped) => controllers.await,
+            Err(Held::Lost { last_renewed }) => {
+                self.metrics.set_leader(false);
+                stop.cancel();
+                tracing::error!(
+                    "lost the leader election Lease {lease}: not renewed within {:?}; stopping the controllers",
+                    config.renew_deadline
+                );
+                let stop_by = config.stop_by(last_renewed);
+                if tokio::time::timeout_at(stop_by, &mut controllers)
+                    .await
+                    .is_err()
+                {
+                    tracing::error!(
+                        "the controllers did not stop before the Lease could expire; abandoning them"
+                    );
+                }
+                self.health
+                    .fail(format!("lost the leader election Lease {lease}"));
+                return Err(anyhow!(
+                    "lost the leader election Lease {lease}: it was not renewed within {:?}",
+                    config.renew_deadline
+                ));
+            }
+        };
+
+        self.metrics.set_leader(false);
+        match elector.release().await {
+            Ok(true) => tracing::info!("released the leader election Lease {lease}"),
+            Ok(false) => {}
+            Err(error) => tracing::warn!("failed to release the Lease {lease}: {error:#}"),
+        }
+        result
+    }
+
+    /// Runs every controller until `stop` is cancelled, then gives them
+    /// [`GRACEFUL_SHUTDOWN_TIMEOUT`] to stop. One that fails or ends early marks the manager
+    /// unhealthy and stops the others.
+    async fn run_controllers(
+        &self,
+        controllers: Vec<Registration>,
+        stop: CancellationToken,
+    ) -> anyhow::Result<()> {
+        if controllers.is_empty() {
+            tracing::warn!("no controllers are registered; add one with `rsbuilder create api`");
+        }
+        let mut tasks = JoinSet::new();
+        let mut names = HashMap::new();
+        for registration in controllers {
+            let ctx = ControllerContext {
+                name: registration.name,
+                client: self.client.clone(),
+                metrics: self.metrics.clone(),
+                ready: self.health.readiness_check(registration.name),
+                shutdown: stop.clone(),
+                watch_namespace: self.args.watch_namespace.clone(),
+            };
+            tracing::info!(controller = registration.name, "starting controller");
+            let task = tasks.spawn((registration.start)(ctx));
+            names.insert(task.id(), registration.name);
+        }
+
+        let mut result = Ok(());
+        let mut deadline = None;
+        loop {
+            let joined = if stop.is_cancelled() {
+                let deadline = *deadline
+                    .get_or_insert_with(|| tokio::time::Instant::now() + GRACEFUL_SHUTDOWN_TIMEOUT);
+                match tokio::time::timeout_at(deadline, tasks.join_next_with_id()).await {
+                    Ok(joined) => joined,
+                    Err(_) => {
+                        let mut stuck: Vec<&str> = names.values().copied().collect();
+                        stuck.sort_unstable();
+                        let error = anyhow!(
+                            "controller {} did not stop within {GRACEFUL_SHUTDOWN_TIMEOUT:?} of shutdown",
+                            stuck.join(", ")
+                        );
+                        tracing::error!("{error}");
+                        tasks.abort_all();
+                        if result.is_ok() {
+                            result = Err(error);
+                        }
+                        break;
+                    }
+                }
+            } else {
+                tokio::select! {
+                    joined = tasks.join_next_with_id() => joined,
+                    () = stop.cancelled() => continue,
+                }
+            };
+            let Some(joined) = joined else {
+                break;
+            };
+            let id = match &joined {
+                Ok((id, _)) => *id,
+                Err(error) => error.id(),
+            };
+            let name = names.remove(&id).unwrap_or("unknown");
+            let failure = match joined {
+                Err(error) => Some(anyhow!("controller {name} panicked: {error}")),
+                Ok((_, Err(error))) => Some(error.context(format!("controller {name} failed"))),
+                Ok((_, Ok(()))) if !stop.is_cancelled() => {
+                    Some(anyhow!("controller {name} stopped before shutdown"))
+                }
+                Ok((_, Ok(()))) => {
+                    tracing::info!(controller = name, "controller stopped");
+                    None
+                }
+            };
+            if let Some(error) = failure {
+                tracing::error!("{error:#}");
+                self.health.fail(format!("{error:#}"));
+                stop.cancel();
+                if result.is_ok() {
+                    result = Err(error);
+                }
+            }
+        }
+        if result.is_ok() {
+            stop.cancelled().await;
+        }
+        result
+    }
+}
+
+/// Cancels `token` on SIGTERM (what the kubelet sends) or Ctrl-C.
+async fn cancel_on_signal(token: CancellationToken) {
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!("cannot listen for SIGTERM: {error}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+    tracing::info!("shutting down");
+    token.cancel();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::leader::tests::{PATH, failure, grant, next, respond};
+    use http::{Method, StatusCode};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use tokio::time::Instant;
+
+    fn manager_with(flags: &[&str]) -> (Manager, crate::leader::tests::ApiServer) {
+        let (service, server) = tower_test::mock::pair::<
+            http::Request<kube::client::Body>,
+            http::Response<kube::client::Body>,
+        >();
+        let flags: Vec<&str> = std::iter::once("--health-probe-bind-address=0")
+            .chain(flags.iter().copied())
+            .collect();
+        let args = crate::args::tests::parse(&flags);
+        let manager = Manager::with_client(args, Client::new(service, "default"))
+            .leader_election_id("my-operator")
+            .identity("me");
+        (manager, server)
+    }
+
+    fn manager() -> Manager {
+        manager_with(&[]).0
+    }
+
+    #[tokio::test]
+    async fn controllers_run_until_shutdown() {
+        let manager = manager();
+        let health = manager.health();
+        let shutdown = CancellationToken::new();
+        let (started_tx, started) = tokio::sync::oneshot::channel();
+        let controllers = vec![Registration::new(
+            "appotp",
+            move |ctx: ControllerContext| async move {
+                ctx.ready.ready();
+                started_tx.send(()).unwrap();
+                ctx.shutdown.cancelled().await;
+                Ok(())
+            },
+        )];
+        let run = tokio::spawn(manager.run_until(controllers, shutdown.clone()));
+        tokio::time::timeout(Duration::from_secs(5), started)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(health.readiness().0, StatusCode::OK);
+        shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(health.liveness().0, StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn a_failing_controller_stops_the_manager() {
+        let manager = manager();
+        let health = manager.health();
+        let controllers = vec![
+            Registration::new("broken", |_ctx: ControllerContext| async {
+                Err(anyhow!("boom"))
+            }),
+            Registration::new("healthy", |ctx: ControllerContext| async move {
+                ctx.shutdown.cancelled().await;
+                Ok(())
+            }),
+        ];
+        let error = tokio::time::timeout(
+            Duration::from_secs(5),
+            manager.run_until(controllers, CancellationToken::new()),
+        )
+        .await
+        .unwrap()
+        .unwrap_err();
+        assert_eq!(format!("{error:#}"), "controller broken failed: boom");
+        assert_eq!(health.liveness().0, StatusCode::INTERNAL_SERVER_ERROR);
+    }
+
+    #[tokio::test]
+    async fn a_controller_that_ends_early_is_an_error() {
+        let controllers = vec![Registration::new(
+            "quitter",
+            |_ctx: ControllerContext| async { Ok(()) },
+        )];
+        let error = tokio::time::timeout(
+            Duration::from_secs(5),
+            manager().run_until(controllers, CancellationToken::new()),
+        )
+        .await
+        .unwrap()
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "controller quitter stopped before shutdown"
+        );
+    }
+
+    #[tokio::test]
+    async fn without_controllers_it_waits_for_shutdown() {
+        let shutdown = CancellationToken::new();
+        let run = tokio::spawn(manager().run_until(Vec::new(), shutdown.clone()));
+        tokio::task::yield_now().await;
+        assert!(!run.is_finished());
+        shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_namespaced_project_needs_a_namespace() {
+        let error = manager()
+            .require_watch_namespace()
+            .run_until(Vec::new(), CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("--watch-namespace"), "{error}");
+        let (manager, _) = manager_with(&["--watch-namespace=default"]);
+        let shutdown = CancellationToken::new();
+        shutdown.cancel();
+        manager
+            .require_watch_namespace()
+            .run_until(Vec::new(), shutdown)
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn bad_leader_election_timings_are_refused_before_anything_starts() {
+        let (manager, _) = manager_with(&["--leader-elect", "--leader-elect-renew-deadline=20s"]);
+        let error = manager
+            .run_until(Vec::new(), CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the leader election lease duration (15s) must be longer than the renew deadline (20s)"
+        );
+    }
+
+    /// Answers every further API request with a 500, as an API server that fails renewals.
+    fn fail_every_request(
+        mut server: crate::leader::tests::ApiServer,
+    ) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            while let Ok(Some((_, send))) =
+                tokio::time::timeout(Duration::from_secs(60), server.next_request()).await
+            {
+                respond(send, 500, &failure(500));
+            }
+        })
+    }
+
+    /// A controller that records that it ran and that it was stopped.
+    fn watched(started: Arc<AtomicBool>, stopped: Arc<AtomicBool>) -> Registration {
+        Registration::new("appotp", move |ctx: ControllerContext| async move {
+            started.store(true, Ordering::SeqCst);
+            ctx.shutdown.cancelled().await;
+            stopped.store(true, Ordering::SeqCst);
+            Ok(())
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_leader_that_cannot_renew_stops_its_controllers_and_fails() {
+        let (manager, mut server) =
+            manager_with(&["--leader-elect", "--leader-election-namespace=operators"]);
+        let health = manager.health();
+        let metrics = manager.metrics();
+        let (started, stopped) = (Arc::default(), Arc::default());
+        let run = tokio::spawn(manager.run_until(
+            vec![watched(Arc::clone(&started), Arc::clone(&stopped))],
+            CancellationToken::new(),
+        ));
+        grant(&mut server).await;
+        let acquired = Instant::now();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert!(
+            started.load(Ordering::SeqCst),
+            "the leader runs its controllers"
+        );
+        assert!(metrics.encode().contains("leader_election_master_status 1"));
+
+        // The API server fails every renewal from now on.
+        let failing = fail_every_request(server);
+        let error = tokio::time::timeout(Duration::from_secs(60), run)
+            .await
+            .expect("the manager stops")
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "lost the leader election Lease operators/my-operator: it was not renewed within 10s"
+        );
+        assert!(
+            stopped.load(Ordering::SeqCst),
+            "the controllers were stopped"
+        );
+        assert_eq!(
+            acquired.elapsed(),
+            Duration::from_secs(10),
+            "at the renew deadline"
+        );
+        assert_eq!(health.liveness().0, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(metrics.encode().contains("leader_election_master_status 0"));
+        failing.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_controller_that_ignores_the_stop_is_abandoned_before_the_lease_expires() {
+        let (manager, mut server) =
+            manager_with(&["--leader-elect", "--leader-election-namespace=operators"]);
+        let stubborn = Registration::new("stubborn", |_ctx: ControllerContext| async {
+            std::future::pending::<()>().await;
+            Ok(())
+        });
+        let run = tokio::spawn(manager.run_until(vec![stubborn], CancellationToken::new()));
+        grant(&mut server).await;
+        let acquired = Instant::now();
+        let failing = fail_every_request(server);
+        let error = tokio::time::timeout(Duration::from_secs(60), run)
+            .await
+            .expect("the manager stops")
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "lost the leader election Lease operators/my-operator: it was not renewed within 10s"
+        );
+        let stopped_after = acquired.elapsed();
+        assert_eq!(stopped_after, Duration::from_secs(14));
+        assert!(
+            stopped_after < Duration::from_secs(15),
+            "before the Lease expires for others"
+        );
+        failing.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_leader_releases_the_lease_on_shutdown() {
+        let (manager, mut server) =
+            manager_with(&["--leader-elect", "--leader-election-namespace=operators"]);
+        let shutdown = CancellationToken::new();
+        let (started, stopped) = (Arc::default(), Arc::default());
+        let run = tokio::spawn(manager.run_until(
+            vec![watched(Arc::clone(&started), Arc::clone(&stopped))],
+            shutdown.clone(),
+        ));
+        grant(&mut server).await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        shutdown.cancel();
+        let (body, send) = next(&mut server, Method::PUT, PATH).await;
+        assert!(
+            stopped.load(Ordering::SeqCst),
+            "controllers stop before the release"
+        );
+        assert_eq!(body["spec"].get("holderIdentity"), None);
+        respond(send, 200, &body);
+        tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn controllers_that_do_not_stop_are_abandoned_after_the_grace_period() {
+        let stubborn = Registration::new("stubborn", |_ctx: ControllerContext| async {
+            std::future::pending::<()>().await;
+            Ok(())
+        });
+        let polite = Registration::new("polite", |ctx: ControllerContext| async move {
+            ctx.shutdown.cancelled().await;
+            Ok(())
+        });
+        let shutdown = CancellationToken::new();
+        let run = tokio::spawn(manager().run_until(vec![stubborn, polite], shutdown.clone()));
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let stopping = Instant::now();
+        shutdown.cancel();
+        let error = tokio::time::timeout(Duration::from_secs(60), run)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "controller stubborn did not stop within 30s of shutdown"
+        );
+        assert_eq!(stopping.elapsed(), GRACEFUL_SHUTDOWN_TIMEOUT);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_leader_renews_its_lease_while_its_controllers_finish() {
+        let (manager, mut server) =
+            manager_with(&["--leader-elect", "--leader-election-namespace=operators"]);
+        let shutdown = CancellationToken::new();
+        // A controller that needs 5 s to finish its work after shutdown begins.
+        let slow = Registration::new("slow", |ctx: ControllerContext| async move {
+            ctx.shutdown.cancelled().await;
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok(())
+        });
+        let run = tokio::spawn(manager.run_until(vec![slow], shutdown.clone()));
+        grant(&mut server).await;
+        let acquired = Instant::now();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        shutdown.cancel();
+        // Renewals go on every 2 s until the controller is done; then the Lease is released.
+        let mut renewals = 0;
+        loop {
+            let (request, send) =
+                tokio::time::timeout(Duration::from_secs(60), server.next_request())
+                    .await
+                    .unwrap()
+                    .unwrap();
+            let method = request.method().clone();
+            let body: serde_json::Value =
+                serde_json::from_slice(&request.into_body().collect_bytes().await.unwrap())
+                    .unwrap_or_default();
+            if method == Method::GET {
+                renewals += 1;
+                respond(
+                    send,
+                    200,
+                    &crate::leader::tests::lease("me", "2026-01-01T00:00:00.000000Z", 0, "2"),
+                );
+            } else if body["spec"].get("holderIdentity").is_some() {
+                respond(send, 200, &body);
+            } else {
+                assert!(
+                    acquired.elapsed() >= Duration::from_secs(5),
+                    "released after the controller"
+                );
+                respond(send, 200, &body);
+                break;
+            }
+        }
+        assert_eq!(renewals, 2, "renewed at 2 s and 4 s");
+        tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+
+    /// A port that was free a moment ago.
+    fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
+    #[tokio::test]
+    async fn a_follower_serves_webhooks_over_https() {
+        use crate::webhook::tests::{https_post, webhooks};
+
+        let dir = crate::tls::tests::tempdir();
+        let cert = crate::tls::tests::write_certificate(dir.path(), "localhost");
+        let port = free_port();
+        let port_flag = format!("--webhook-port={port}");
+        let cert_flag = format!("--webhook-cert-path={}", dir.path().display());
+        let (manager, mut server) = manager_with(&[
+            "--leader-elect",
+            "--leader-election-namespace=operators",
+            &port_flag,
+            &cert_flag,
+        ]);
+        let manager = manager.webhooks(webhooks());
+        let health = manager.health();
+        let shutdown = CancellationToken::new();
+        let (started, stopped) = (Arc::default(), Arc::default());
+        let run = tokio::spawn(manager.run_until(
+            vec![watched(Arc::clone(&started), Arc::clone(&stopped))],
+            shutdown.clone(),
+        ));
+        // Another replica leads.
+        let (_, send) = next(&mut server, Method::GET, PATH).await;
+        respond(
+            send,
+            200,
+            &crate::leader::tests::lease("other", "2099-01-01T00:00:00.000000Z", 0, "1"),
+        );
+        assert!(
+            health.readiness().1.contains("[+]webhook ok"),
+            "{}",
+            health.readiness().1
+        );
+
+        let body = serde_json::to_vec(&crate::webhook::review::create(
+            &crate::webhook::tests::Application::new(
+                "web",
+                crate::webhook::tests::ApplicationSpec {
+                    replicas: 0,
+                    image: "nginx".into(),
+                },
+            ),
+        ))
+        .unwrap();
+        let answer = https_post(port, &cert, false, "/mutate", body)
+            .await
+            .unwrap();
+        assert_eq!(answer.status, StatusCode::OK);
+        let review: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+        assert_eq!(review["response"]["allowed"], true);
+        assert!(
+            !started.load(Ordering::SeqCst),
+            "a follower runs no controller"
+        );
+
+        shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(10), run)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn webhooks_without_a_certificate_stop_the_manager_with_a_way_out() {
+        let port_flag = format!("--webhook-port={}", free_port());
+        let (manager, _) = manager_with(&[&port_flag, "--webhook-cert-path=/nonexistent"]);
+        let error = tokio::time::timeout(
+            Duration::from_secs(5),
+            manager
+                .webhooks(crate::webhook::tests::webhooks())
+                .run_until(Vec::new(), CancellationToken::new()),
+        )
+        .await
+        .unwrap()
+        .unwrap_err();
+        let message = format!("{error:#}");
+        assert!(
+            message.starts_with("the webhook server has no certificate: pass --webhook-cert-path, or run without webhooks with ENABLE_WEBHOOKS=false: failed to read certificate `/nonexistent/tls.crt`"),
+            "{message}"
+        );
+    }
+
+    #[tokio::test]
+    async fn disabled_webhooks_are_not_served() {
+        let port = free_port();
+        let port_flag = format!("--webhook-port={port}");
+        let (manager, _) = manager_with(&[
+            &port_flag,
+            "--webhook-cert-path=/nonexistent",
+            "--enable-webhooks=false",
+        ]);
+        let manager = manager.webhooks(crate::webhook::tests::webhooks());
+        let health = manager.health();
+        let shutdown = CancellationToken::new();
+        let run = tokio::spawn(manager.run_until(Vec::new(), shutdown.clone()));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!run.is_finished());
+        assert!(
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_err()
+        );
+        assert!(!health.readiness().1.contains("webhook"));
+        shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_follower_runs_no_controller_and_stops_on_shutdown() {
+        let (manager, mut server) =
+            manager_with(&["--leader-elect", "--leader-election-namespace=operators"]);
+        let shutdown = CancellationToken::new();
+        let (started, stopped) = (Arc::default(), Arc::default());
+        let run = tokio::spawn(manager.run_until(
+            vec![watched(Arc::clone(&started), Arc::clone(&stopped))],
+            shutdown.clone(),
+        ));
+        let (_, send) = next(&mut server, Method::GET, PATH).await;
+        respond(
+            send,
+            200,
+            &crate::leader::tests::lease("other", "2026-01-01T00:00:00.000000Z", 0, "1"),
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert!(!started.load(Ordering::SeqCst));
+    }
+}

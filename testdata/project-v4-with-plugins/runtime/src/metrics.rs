@@ -1,0 +1,930 @@
+//! Prometheus metrics, served as `/metrics` in the OpenMetrics text format.
+//!
+//! The reconcile metrics carry controller-runtime's names, so dashboards and alerts written for
+//! kubebuilder operators work unchanged. With `--metrics-secure` (the default) a request must
+//! carry a bearer token that the API server authenticates (TokenReview) and authorizes for
+//! `get` on the non-resource URL `/metrics` (SubjectAccessReview), as controller-runtime's
+//! `WithAuthenticationAndAuthorization` filter does; `config/rbac/metrics_reader_role.yaml`
+//! grants that.
+//!
+//! The [`Authorizer`] protects the API server, and with it the controllers' own requests: its
+//! answers are cached as controller-runtime caches them (tokens for a minute, allowed requests
+//! for five minutes, denied ones for thirty seconds), every review has a timeout, and at most
+//! [`MAX_CONCURRENT_REVIEWS`] run at once for unknown tokens. A flood of unknown tokens gets
+//! `429 Too Many Requests` rather than a queue of reviews, and cannot lock out the clients
+//! that were authenticated before: their tokens stay in a cache of their own, and their
+//! reviews have [`RESERVED_REVIEWS`] places of their own.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec, UserInfo};
+use k8s_openapi::api::authorization::v1::{
+    NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
+use kube::Client;
+use kube::api::{Api, PostParams};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// How long the outcome of a TokenReview is reused.
+pub const TOKEN_CACHE_TTL: Duration = Duration::from_secs(60);
+/// How long an allowing SubjectAccessReview is reused.
+pub const ALLOW_CACHE_TTL: Duration = Duration::from_secs(300);
+/// How long a denying SubjectAccessReview is reused.
+pub const DENY_CACHE_TTL: Duration = Duration::from_secs(30);
+/// How long one review may take before the request is answered `503`.
+pub const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many reviews of unknown tokens may be in flight at once; further requests that need
+/// one get `429`.
+pub const MAX_CONCURRENT_REVIEWS: usize = 4;
+/// Further reviews that only tokens authenticated before may use, so that a flood of unknown
+/// tokens cannot lock out Prometheus when its cached answer expires.
+pub const RESERVED_REVIEWS: usize = 2;
+/// How long an authenticated token counts as known, for [`RESERVED_REVIEWS`].
+const KNOWN_TOKEN_TTL: Duration = Duration::from_secs(3600);
+/// How many entries each cache holds at most.
+const CACHE_CAPACITY: usize = 1024;
+
+/// Every metric of the manager, registered in one registry.
+pub struct Metrics {
+    registry: Registry,
+    /// Metrics of reconcile loops, labelled by controller.
+    pub reconcile: ReconcileMetrics,
+    leader: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let reconcile = ReconcileMetrics::default();
+        registry.register(
+            "controller_runtime_reconcile",
+            "Total number of reconciliations per controller",
+            reconcile.total.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_errors",
+            "Total number of reconciliation errors per controller",
+            reconcile.errors.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            reconcile.time.clone(),
+        );
+        let leader = Gauge::default();
+        registry.register(
+            "leader_election_master_status",
+            "1 while this replica holds the leader election lease",
+            leader.clone(),
+        );
+        Self {
+            registry,
+            reconcile,
+            leader,
+        }
+    }
+}
+
+impl Metrics {
+    /// Records whether this replica leads.
+    pub fn set_leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
+    }
+
+    /// The registry in the OpenMetrics text format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ControllerLabels {
+    controller: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    controller: String,
+    result: &'static str,
+}
+
+/// Reconcile counters and timings.
+#[derive(Clone)]
+pub struct ReconcileMetrics {
+    total: Family<ResultLabels, Counter>,
+    errors: Family<ControllerLabels, Counter>,
+    time: Family<ControllerLabels, Histogram, fn() -> Histogram>,
+}
+
+impl Default for ReconcileMetrics {
+    fn default() -> Self {
+        Self {
+            total: Family::default(),
+            errors: Family::default(),
+            time: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.005, 2.0, 14))
+            }),
+        }
+    }
+}
+
+impl ReconcileMetrics {
+    /// Starts timing one reconciliation of `controller`; the time is recorded when the returned
+    /// guard is dropped.
+    pub fn start(&self, controller: &str) -> ReconcileTimer {
+        ReconcileTimer {
+            histogram: self
+                .time
+                .get_or_create(&ControllerLabels {
+                    controller: controller.to_owned(),
+                })
+                .clone(),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// Counts a reconciliation of `controller` that succeeded.
+    pub fn success(&self, controller: &str) {
+        self.count(controller, "success");
+    }
+
+    /// Counts a reconciliation of `controller` that failed.
+    pub fn error(&self, controller: &str) {
+        self.count(controller, "error");
+        self.errors
+            .get_or_create(&ControllerLabels {
+                controller: controller.to_owned(),
+            })
+            .inc();
+    }
+
+    fn count(&self, controller: &str, result: &'static str) {
+        self.total
+            .get_or_create(&ResultLabels {
+                controller: controller.to_owned(),
+                result,
+            })
+            .inc();
+    }
+}
+
+/// Records the duration of one reconciliation when dropped.
+pub struct ReconcileTimer {
+    histogram: Histogram,
+    started: std::time::Instant,
+}
+
+impl Drop for ReconcileTimer {
+    fn drop(&mut self) {
+        self.histogram.observe(self.started.elapsed().as_secs_f64());
+    }
+}
+
+/// The `/metrics` route; with an authorizer, only for callers the API server lets `get` it.
+/// Other paths answer `404` without asking the API server anything.
+pub fn router(metrics: Arc<Metrics>, authorizer: Option<Authorizer>) -> Router {
+    let router = Router::new().route(
+        "/metrics",
+        get(|State(metrics): State<Arc<Metrics>>| async move {
+            ([(header::CONTENT_TYPE, OPENMETRICS)], metrics.encode())
+        }),
+    );
+    let router = match authorizer {
+        Some(authorizer) => {
+            router.route_layer(middleware::from_fn_with_state(authorizer, authorize))
+        }
+        None => router,
+    };
+    router.with_state(metrics)
+}
+
+/// Why a request may not read metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Denied {
+    /// No bearer token, or one the API server does not know: `401`.
+    Unauthenticated,
+    /// The user may not `get` the path: `403`.
+    Forbidden,
+    /// Too many reviews are in flight: `429`.
+    Busy,
+    /// The API server failed or did not answer in time: `503`.
+    Unavailable(String),
+}
+
+impl IntoResponse for Denied {
+    fn into_response(self) -> Response {
+        match self {
+            Self::Unauthenticated => (StatusCode::UNAUTHORIZED, "Unauthorized").into_response(),
+            Self::Forbidden => (StatusCode::FORBIDDEN, "Forbidden").into_response(),
+            Self::Busy => (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, "1")],
+                "too many requests are being authorized; retry later",
+            )
+                .into_response(),
+            Self::Unavailable(reason) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("cannot authorize the request: {reason}"),
+            )
+                .into_response(),
+        }
+    }
+}
+
+/// Asks the API server who a bearer token belongs to and whether that user may read a path,
+/// and remembers the answers for a while. Cheap to clone.
+#[derive(Clone)]
+pub struct Authorizer {
+    inner: Arc<AuthorizerInner>,
+}
+
+struct AuthorizerInner {
+    client: Client,
+    timeout: Duration,
+    reviews: Semaphore,
+    reserved: Semaphore,
+    /// Authenticated tokens: answers for [`TOKEN_CACHE_TTL`], known for [`KNOWN_TOKEN_TTL`].
+    tokens: Mutex<Cache<String, UserInfo>>,
+    /// Rejected tokens, apart from the others so that a flood cannot push those out.
+    rejected: Mutex<Cache<String, ()>>,
+    access: Mutex<Cache<String, bool>>,
+}
+
+impl Authorizer {
+    /// An authorizer that asks the API server behind `client`.
+    pub fn new(client: Client) -> Self {
+        Self::with_timeout(client, REVIEW_TIMEOUT)
+    }
+
+    /// An authorizer whose reviews time out after `timeout`.
+    pub fn with_timeout(client: Client, timeout: Duration) -> Self {
+        Self {
+            inner: Arc::new(AuthorizerInner {
+                client,
+                timeout,
+                reviews: Semaphore::new(MAX_CONCURRENT_REVIEWS),
+                reserved: Semaphore::new(RESERVED_REVIEWS),
+                tokens: Mutex::new(Cache::new(CACHE_CAPACITY)),
+                rejected: Mutex::new(Cache::new(CACHE_CAPACITY)),
+                access: Mutex::new(Cache::new(CACHE_CAPACITY)),
+            }),
+        }
+    }
+
+    /// `Ok` when the request may `get` `path`.
+    pub async fn check(&self, headers: &HeaderMap, path: &str) -> Result<(), Denied> {
+        let token = bearer_token(headers).ok_or(Denied::Unauthenticated)?;
+        let user = self.authenticate(token).await?;
+        self.authorize(user, path).await
+    }
+
+    async fn authenticate(&self, token: &str) -> Result<UserInfo, Denied> {
+        let known = match lock(&self.inner.tokens).get(token) {
+            Lookup::Fresh(user) => return Ok(user),
+            Lookup::Expired => true,
+            Lookup::Missing => false,
+        };
+        if !known && matches!(lock(&self.inner.rejected).get(token), Lookup::Fresh(())) {
+            return Err(Denied::Unauthenticated);
+        }
+        let review = TokenReview {
+            spec: TokenReviewSpec {
+                token: Some(token.to_owned()),
+                ..TokenReviewSpec::default()
+            },
+            ..TokenReview::default()
+        };
+        let review = self.review("TokenReview", review, known).await?;
+        let status = review.status.unwrap_or_default();
+        if status.authenticated == Some(true) {
+            let user = status.user.unwrap_or_default();
+            lock(&self.inner.tokens).insert(
+                token.to_owned(),
+                user.clone(),
+                TOKEN_CACHE_TTL,
+                KNOWN_TOKEN_TTL,
+            );
+            Ok(user)
+        } else {
+            lock(&self.inner.tokens).remove(token);
+            lock(&self.inner.rejected).insert(
+                token.to_owned(),
+                (),
+                TOKEN_CACHE_TTL,
+                TOKEN_CACHE_TTL,
+            );
+            Err(Denied::Unauthenticated)
+        }
+    }
+
+    async fn authorize(&self, user: UserInfo, path: &str) -> Result<(), Denied> {
+        let key = format!(
+            "{:?}\0{:?}\0{:?}\0{:?}\0{path}",
+            user.username, user.uid, user.groups, user.extra
+        );
+        let cached = lock(&self.inner.access).get(&key);
+        let allowed = match cached {
+            Lookup::Fresh(allowed) => allowed,
+            Lookup::Expired | Lookup::Missing => {
+                let review = SubjectAccessReview {
+                    spec: SubjectAccessReviewSpec {
+                        user: user.username,
+                        uid: user.uid,
+                        groups: user.groups,
+                        extra: user.extra,
+                        non_resource_attributes: Some(NonResourceAttributes {
+                            path: Some(path.to_owned()),
+                            verb: Some("get".to_owned()),
+                        }),
+                        ..SubjectAccessReviewSpec::default()
+                    },
+                    ..SubjectAccessReview::default()
+                };
+                // The user is authenticated: not part of a flood of unknown tokens.
+                let review = self.review("SubjectAccessReview", review, true).await?;
+                let allowed = review.status.is_some_and(|status| status.allowed);
+                let ttl = if allowed {
+                    ALLOW_CACHE_TTL
+                } else {
+                    DENY_CACHE_TTL
+                };
+                lock(&self.inner.access).insert(key, allowed, ttl, ttl);
+                allowed
+            }
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(Denied::Forbidden)
+        }
+    }
+
+    /// Creates one review, within the concurrency limit and the timeout. `known` reviews may
+    /// also use the reserved places.
+    async fn review<K>(&self, what: &str, review: K, known: bool) -> Result<K, Denied>
+    where
+        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + serde::Serialize
+            + std::fmt::Debug,
+    {
+        let _permit = match self.inner.reviews.try_acquire() {
+            Ok(permit) => permit,
+            Err(_) if known => self
+                .inner
+                .reserved
+                .try_acquire()
+                .map_err(|_| Denied::Busy)?,
+            Err(_) => return Err(Denied::Busy),
+        };
+        let api = Api::<K>::all(self.inner.client.clone());
+        match tokio::time::timeout(
+            self.inner.timeout,
+            api.create(&PostParams::default(), &review),
+        )
+        .await
+        {
+            Ok(Ok(review)) => Ok(review),
+            Ok(Err(error)) => {
+                tracing::warn!("{what} failed: {error}");
+                Err(Denied::Unavailable(format!("{what} failed")))
+            }
+            Err(_) => {
+                tracing::warn!("{what} timed out after {:?}", self.inner.timeout);
+                Err(Denied::Unavailable(format!(
+                    "{what} timed out after {:?}",
+                    self.inner.timeout
+                )))
+            }
+        }
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` header; the scheme is case-insensitive.
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+async fn authorize(State(authorizer): State<Authorizer>, request: Request, next: Next) -> Response {
+    let path = request.uri().path().to_owned();
+    match authorizer.check(request.headers(), &path).await {
+        Ok(()) => next.run(request).await,
+        Err(denied) => denied.into_response(),
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What a cache knows of a key.
+enum Lookup<V> {
+    /// An answer still valid.
+    Fresh(V),
+    /// An answer that expired, for a key still remembered.
+    Expired,
+    /// Nothing.
+    Missing,
+}
+
+/// Answers that expire, and keys remembered for a while after. Bounded: when full, forgotten
+/// entries go first, then the one that expires first.
+struct Cache<K, V> {
+    entries: HashMap<K, Entry<V>>,
+    capacity: usize,
+}
+
+struct Entry<V> {
+    value: V,
+    expires: Instant,
+    forgotten: Instant,
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> Cache<K, V> {
+    fn new(capacity: usize) -> Self {
+        Self {
+            entries: HashMap::new(),
+            capacity,
+        }
+    }
+
+    fn get<Q>(&mut self, key: &Q) -> Lookup<V>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let now = Instant::now();
+        match self.entries.get(key) {
+            Some(entry) if entry.expires > now => Lookup::Fresh(entry.value.clone()),
+            Some(entry) if entry.forgotten > now => Lookup::Expired,
+            Some(_) => {
+                self.entries.remove(key);
+                Lookup::Missing
+            }
+            None => Lookup::Missing,
+        }
+    }
+
+    fn remove<Q>(&mut self, key: &Q)
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.entries.remove(key);
+    }
+
+    /// Stores `value` for `ttl`, and remembers the key for `keep` (at least `ttl`).
+    fn insert(&mut self, key: K, value: V, ttl: Duration, keep: Duration) {
+        let now = Instant::now();
+        if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
+            self.entries.retain(|_, entry| entry.forgotten > now);
+        }
+        if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
+            let first = self
+                .entries
+                .iter()
+                .min_by_key(|(_, entry)| entry.expires)
+                .map(|(key, _)| key.clone());
+            if let Some(first) = first {
+                self.entries.remove(&first);
+            }
+        }
+        self.entries.insert(
+            key,
+            Entry {
+                value,
+                expires: now + ttl,
+                forgotten: now + keep.max(ttl),
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::{Body, to_bytes};
+    use http::Request;
+    use serde_json::{Value, json};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tower::ServiceExt;
+    use tower_test::mock;
+
+    type ApiServer =
+        mock::Handle<http::Request<kube::client::Body>, http::Response<kube::client::Body>>;
+
+    fn mocked_client() -> (Client, ApiServer) {
+        let (service, handle) =
+            mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+        (Client::new(service, "default"), handle)
+    }
+
+    /// Answers the next API request with `response`; returns the request's path and body.
+    async fn answer(server: &mut ApiServer, response: Value) -> (String, Value) {
+        let (request, send) = tokio::time::timeout(Duration::from_secs(5), server.next_request())
+            .await
+            .expect("an API request within 5 s")
+            .expect("the client is connected");
+        let path = request.uri().path().to_owned();
+        let body = request.into_body().collect_bytes().await.unwrap();
+        send.send_response(
+            http::Response::builder()
+                .body(kube::client::Body::from(
+                    serde_json::to_vec(&response).unwrap(),
+                ))
+                .unwrap(),
+        );
+        (path, serde_json::from_slice(&body).unwrap())
+    }
+
+    /// Fails if the API server gets a request.
+    async fn expect_no_request(server: &mut ApiServer) {
+        if let Ok(Some((request, _))) =
+            tokio::time::timeout(Duration::from_millis(100), server.next_request()).await
+        {
+            panic!(
+                "unexpected API request {} {}",
+                request.method(),
+                request.uri()
+            );
+        }
+    }
+
+    fn authenticated(user: &str) -> Value {
+        json!({
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {},
+            "status": {"authenticated": true, "user": {"username": user, "groups": ["system:serviceaccounts"]}}
+        })
+    }
+
+    fn unauthenticated() -> Value {
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {}, "status": {"authenticated": false}})
+    }
+
+    fn access(allowed: bool) -> Value {
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {}, "status": {"allowed": allowed}})
+    }
+
+    async fn scrape_path(
+        router: &Router,
+        path: &str,
+        authorization: Option<&str>,
+    ) -> (StatusCode, String) {
+        let mut request = Request::get(path);
+        if let Some(value) = authorization {
+            request = request.header(header::AUTHORIZATION, value);
+        }
+        let response = router
+            .clone()
+            .oneshot(request.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let status = response.status();
+        let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    async fn scrape(router: &Router, token: Option<&str>) -> (StatusCode, String) {
+        let authorization = token.map(|token| format!("Bearer {token}"));
+        scrape_path(router, "/metrics", authorization.as_deref()).await
+    }
+
+    fn secure() -> (Router, ApiServer) {
+        let (client, server) = mocked_client();
+        (
+            router(Arc::default(), Some(Authorizer::new(client))),
+            server,
+        )
+    }
+
+    #[tokio::test]
+    async fn reconcile_metrics_use_controller_runtime_names() {
+        let metrics = Metrics::default();
+        metrics.reconcile.success("appotp");
+        metrics.reconcile.error("appotp");
+        drop(metrics.reconcile.start("appotp"));
+        metrics.set_leader(true);
+        let text = metrics.encode();
+        for line in [
+            r#"controller_runtime_reconcile_total{controller="appotp",result="success"} 1"#,
+            r#"controller_runtime_reconcile_total{controller="appotp",result="error"} 1"#,
+            r#"controller_runtime_reconcile_errors_total{controller="appotp"} 1"#,
+            r#"controller_runtime_reconcile_time_seconds_count{controller="appotp"} 1"#,
+            "leader_election_master_status 1",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+    }
+
+    #[tokio::test]
+    async fn insecure_metrics_need_no_token() {
+        let (status, body) = scrape(&router(Arc::default(), None), None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(body.ends_with("# EOF\n"), "{body}");
+    }
+
+    #[tokio::test]
+    async fn requests_without_a_bearer_token_are_refused_without_asking() {
+        let (router, mut server) = secure();
+        for authorization in [
+            None,
+            Some("Basic dXNlcjpwYXNz"),
+            Some("Bearer "),
+            Some("Bearer"),
+        ] {
+            let (status, _) = scrape_path(&router, "/metrics", authorization).await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{authorization:?}");
+        }
+        expect_no_request(&mut server).await;
+    }
+
+    #[tokio::test]
+    async fn unknown_paths_are_not_found_without_asking() {
+        let (router, mut server) = secure();
+        assert_eq!(
+            scrape_path(&router, "/debug", None).await.0,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            scrape_path(&router, "/metrics/x", Some("Bearer t0ken"))
+                .await
+                .0,
+            StatusCode::NOT_FOUND
+        );
+        expect_no_request(&mut server).await;
+    }
+
+    #[tokio::test]
+    async fn secure_metrics_ask_the_api_server_once_and_remember() {
+        let (router, mut server) = secure();
+        let api = tokio::spawn(async move {
+            let (path, body) = answer(
+                &mut server,
+                authenticated("system:serviceaccount:monitoring:prometheus"),
+            )
+            .await;
+            assert_eq!(path, "/apis/authentication.k8s.io/v1/tokenreviews");
+            assert_eq!(
+                body,
+                json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "metadata": {}, "spec": {"token": "t0ken"}})
+            );
+            let (path, body) = answer(&mut server, access(true)).await;
+            assert_eq!(path, "/apis/authorization.k8s.io/v1/subjectaccessreviews");
+            assert_eq!(
+                body,
+                json!({
+                    "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "metadata": {},
+                    "spec": {
+                        "user": "system:serviceaccount:monitoring:prometheus",
+                        "groups": ["system:serviceaccounts"],
+                        "nonResourceAttributes": {"path": "/metrics", "verb": "get"}
+                    }
+                })
+            );
+            server
+        });
+        // The scheme is case-insensitive, as RFC 9110 has it.
+        let (status, _) = scrape_path(&router, "/metrics", Some("bearer t0ken")).await;
+        assert_eq!(status, StatusCode::OK);
+        let mut server = crate::testing::within(api).await.unwrap();
+        assert_eq!(scrape(&router, Some("t0ken")).await.0, StatusCode::OK);
+        expect_no_request(&mut server).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn answers_expire_as_in_controller_runtime() {
+        let (router, mut server) = secure();
+        let scraping = {
+            let router = router.clone();
+            tokio::spawn(async move { scrape(&router, Some("t0ken")).await.0 })
+        };
+        answer(&mut server, authenticated("prometheus")).await;
+        answer(&mut server, access(true)).await;
+        assert_eq!(
+            crate::testing::within(scraping).await.unwrap(),
+            StatusCode::OK
+        );
+
+        // After a minute the token is reviewed again; the access answer still holds.
+        tokio::time::advance(TOKEN_CACHE_TTL + Duration::from_secs(1)).await;
+        let scraping = {
+            let router = router.clone();
+            tokio::spawn(async move { scrape(&router, Some("t0ken")).await.0 })
+        };
+        let (path, _) = answer(&mut server, authenticated("prometheus")).await;
+        assert_eq!(path, "/apis/authentication.k8s.io/v1/tokenreviews");
+        assert_eq!(
+            crate::testing::within(scraping).await.unwrap(),
+            StatusCode::OK
+        );
+        expect_no_request(&mut server).await;
+
+        // A denial is remembered for 30 seconds only.
+        let scraping = {
+            let router = router.clone();
+            tokio::spawn(async move { scrape(&router, Some("alice")).await.0 })
+        };
+        answer(&mut server, authenticated("alice")).await;
+        answer(&mut server, access(false)).await;
+        assert_eq!(
+            crate::testing::within(scraping).await.unwrap(),
+            StatusCode::FORBIDDEN
+        );
+        assert_eq!(
+            scrape(&router, Some("alice")).await.0,
+            StatusCode::FORBIDDEN
+        );
+        tokio::time::advance(DENY_CACHE_TTL + Duration::from_secs(1)).await;
+        let scraping = {
+            let router = router.clone();
+            tokio::spawn(async move { scrape(&router, Some("alice")).await.0 })
+        };
+        let (path, _) = answer(&mut server, access(true)).await;
+        assert_eq!(path, "/apis/authorization.k8s.io/v1/subjectaccessreviews");
+        assert_eq!(
+            crate::testing::within(scraping).await.unwrap(),
+            StatusCode::OK
+        );
+    }
+
+    #[tokio::test]
+    async fn unknown_tokens_are_rejected() {
+        let (router, mut server) = secure();
+        let api = tokio::spawn(async move {
+            answer(&mut server, unauthenticated()).await;
+            server
+        });
+        assert_eq!(
+            scrape(&router, Some("forged")).await.0,
+            StatusCode::UNAUTHORIZED
+        );
+        let mut server = crate::testing::within(api).await.unwrap();
+        assert_eq!(
+            scrape(&router, Some("forged")).await.0,
+            StatusCode::UNAUTHORIZED
+        );
+        expect_no_request(&mut server).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_flood_of_random_tokens_takes_few_api_requests_and_locks_nobody_out() {
+        let (router, mut server) = secure();
+        // The API server takes a second per review; it knows one token, Prometheus'. Count
+        // how many reviews are in flight at once.
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let unknown_reviewed = Arc::new(AtomicUsize::new(0));
+        let api = {
+            let (in_flight, most, unknown_reviewed) =
+                (in_flight.clone(), most.clone(), unknown_reviewed.clone());
+            tokio::spawn(async move {
+                while let Ok(Some((request, send))) =
+                    tokio::time::timeout(Duration::from_secs(600), server.next_request()).await
+                {
+                    let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    let path = request.uri().path().to_owned();
+                    let body: Value =
+                        serde_json::from_slice(&request.into_body().collect_bytes().await.unwrap())
+                            .unwrap();
+                    let answer = if path.ends_with("/subjectaccessreviews") {
+                        access(true)
+                    } else if body["spec"]["token"] == "prometheus" {
+                        authenticated("prometheus")
+                    } else {
+                        unknown_reviewed.fetch_add(1, Ordering::SeqCst);
+                        unauthenticated()
+                    };
+                    let in_flight = in_flight.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        in_flight.fetch_sub(1, Ordering::SeqCst);
+                        send.send_response(
+                            http::Response::builder()
+                                .body(kube::client::Body::from(
+                                    serde_json::to_vec(&answer).unwrap(),
+                                ))
+                                .unwrap(),
+                        );
+                    });
+                }
+            })
+        };
+        assert_eq!(scrape(&router, Some("prometheus")).await.0, StatusCode::OK);
+
+        // Two floods: while Prometheus' answer is cached, and after it expired.
+        for round in 0..2 {
+            if round == 1 {
+                tokio::time::advance(TOKEN_CACHE_TTL + Duration::from_secs(1)).await;
+            }
+            let before = unknown_reviewed.load(Ordering::SeqCst);
+            let flood: Vec<_> = (0..200)
+                .map(|i| {
+                    let router = router.clone();
+                    tokio::spawn(async move {
+                        scrape(&router, Some(&format!("random-{round}-{i}")))
+                            .await
+                            .0
+                    })
+                })
+                .collect();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert_eq!(
+                scrape(&router, Some("prometheus")).await.0,
+                StatusCode::OK,
+                "round {round}: Prometheus is served during the flood"
+            );
+            let mut statuses = HashMap::new();
+            for request in flood {
+                *statuses.entry(request.await.unwrap()).or_insert(0) += 1;
+            }
+            let reviewed = unknown_reviewed.load(Ordering::SeqCst) - before;
+            assert_eq!(
+                statuses.get(&StatusCode::UNAUTHORIZED),
+                Some(&reviewed),
+                "{statuses:?}"
+            );
+            assert_eq!(
+                statuses.get(&StatusCode::TOO_MANY_REQUESTS),
+                Some(&(200 - reviewed)),
+                "{statuses:?}"
+            );
+            assert!(
+                reviewed <= MAX_CONCURRENT_REVIEWS,
+                "{reviewed} unknown tokens reviewed"
+            );
+        }
+        api.abort();
+        assert!(
+            most.load(Ordering::SeqCst) <= MAX_CONCURRENT_REVIEWS + RESERVED_REVIEWS,
+            "{} reviews were in flight at once",
+            most.load(Ordering::SeqCst)
+        );
+    }
+
+    #[tokio::test]
+    async fn an_api_server_error_is_a_clean_503() {
+        let (router, mut server) = secure();
+        let api = tokio::spawn(async move {
+            let (_, send) = tokio::time::timeout(Duration::from_secs(5), server.next_request())
+                .await
+                .unwrap()
+                .unwrap();
+            send.send_error(std::io::Error::new(
+                std::io::ErrorKind::ConnectionRefused,
+                "connection refused",
+            ));
+        });
+        let (status, body) = scrape(&router, Some("t0ken")).await;
+        crate::testing::within(api).await.unwrap();
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body, "cannot authorize the request: TokenReview failed");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_api_server_that_does_not_answer_is_a_clean_503() {
+        let (router, mut server) = secure();
+        let api = tokio::spawn(async move {
+            // Take the request and never answer it.
+            let request = tokio::time::timeout(Duration::from_secs(5), server.next_request())
+                .await
+                .expect("a TokenReview within 5 s");
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            drop(request);
+        });
+        let started = Instant::now();
+        let (status, body) = scrape(&router, Some("t0ken")).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            body,
+            "cannot authorize the request: TokenReview timed out after 10s"
+        );
+        assert_eq!(started.elapsed(), REVIEW_TIMEOUT);
+        api.abort();
+    }
+}

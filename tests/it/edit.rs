@@ -1,0 +1,187 @@
+//! `rsbuilder edit`: what `init` decided, changed in a project that has grown since, and the
+//! refusals that leave it as it was.
+
+use crate::support::{Workspace, assert_same_tree, stderr};
+
+const APPOTP: &[&str] = &[
+    "create",
+    "api",
+    "--group",
+    "appotp",
+    "--version",
+    "v1",
+    "--kind",
+    "AppOTP",
+];
+
+/// A project made by `init` with `init_flags`, with one kind.
+fn project(init_flags: &[&str]) -> Workspace {
+    let ws = Workspace::new("otp-operator");
+    let mut init = vec!["init", "--domain", "learn.com"];
+    init.extend_from_slice(init_flags);
+    ws.run(&init).success();
+    ws.run(APPOTP).success();
+    ws
+}
+
+/// Runs a failing `edit` and checks its message, exit code 1 and the untouched tree.
+fn refuses(ws: &Workspace, args: &[&str], error: &str, help: &str) {
+    let before = ws.snapshot();
+    let mut command = vec!["edit"];
+    command.extend_from_slice(args);
+    let err = stderr(&ws.run(&command).code(1));
+    assert!(
+        err.contains(&format!("error: {error}")),
+        "want `error: {error}` in:\n{err}"
+    );
+    assert!(
+        err.contains(&format!("help: {help}")),
+        "want `help: {help}` in:\n{err}"
+    );
+    assert_same_tree(&before, &ws.snapshot(), "a refused `edit`");
+}
+
+#[test]
+fn namespaced_gives_the_project_init_namespaced_would_have_made_and_back() {
+    let ws = project(&[]);
+    let cluster_wide = ws.snapshot();
+    let err = stderr(&ws.run(&["edit", "--namespaced"]).success());
+    for line in [
+        "updated config/manager/manager.yaml",
+        "updated config/rbac/role_binding.yaml",
+        "updated config/rbac/role.yaml",
+        "updated operator/src/main.rs",
+        "updated PROJECT",
+    ] {
+        assert!(
+            err.lines().any(|l| l == line),
+            "missing {line:?} in:\n{err}"
+        );
+    }
+    // The same bytes as a project scaffolded namespaced from the start.
+    let namespaced = project(&["--namespaced"]);
+    assert_same_tree(
+        &namespaced.snapshot(),
+        &ws.snapshot(),
+        "`edit --namespaced`",
+    );
+    assert!(
+        ws.read("operator/src/main.rs")
+            .contains(".require_watch_namespace()")
+    );
+    assert!(ws.read("config/rbac/role.yaml").contains("kind: Role\n"));
+
+    ws.run(&["edit", "--namespaced=false"]).success();
+    assert_same_tree(&cluster_wide, &ws.snapshot(), "`edit --namespaced=false`");
+}
+
+#[test]
+fn license_and_owner_are_changed_where_init_wrote_them() {
+    let ws = project(&[]);
+    ws.run(&["edit", "--license", "none", "--owner", "The OTP Authors"])
+        .success();
+    let expected = project(&["--license", "none", "--owner", "The OTP Authors"]);
+    assert_same_tree(
+        &expected.snapshot(),
+        &ws.snapshot(),
+        "`edit --license --owner`",
+    );
+}
+
+#[test]
+fn hand_edited_lines_are_refused_and_force_overwrites_only_the_scaffold_config() {
+    let ws = project(&[]);
+    let manager = ws.read("config/manager/manager.yaml");
+    let edited = manager.replace(
+        "              fieldPath: metadata.namespace\n        ports:",
+        "              fieldPath: metadata.namespace\n        - name: EXTRA\n          value: \"1\"\n        ports:",
+    );
+    assert_ne!(manager, edited, "the manager's env was not found");
+    ws.write("config/manager/manager.yaml", &edited);
+    refuses(
+        &ws,
+        &["--namespaced"],
+        "the lines `edit` changes were edited by hand in config/manager/manager.yaml",
+        "make the change by hand, or pass --force to overwrite those files with the scaffold's",
+    );
+    ws.run(&["edit", "--namespaced", "--force"]).success();
+    assert!(
+        ws.read("config/manager/manager.yaml")
+            .contains("WATCH_NAMESPACE")
+    );
+    assert!(!ws.read("config/manager/manager.yaml").contains("EXTRA"));
+
+    // main.rs is the user's: its lines are changed, never the whole file, even with --force.
+    let main = ws.read("operator/src/main.rs");
+    ws.write(
+        "operator/src/main.rs",
+        &main.replace(
+            "        .require_watch_namespace()\n",
+            "        .require_watch_namespace() // mine\n",
+        ),
+    );
+    refuses(
+        &ws,
+        &["--namespaced=false", "--force"],
+        "the lines `edit` changes were edited by hand in operator/src/main.rs",
+        "make the change by hand, then run `rsbuilder edit` again",
+    );
+}
+
+#[test]
+fn what_cannot_work_is_refused() {
+    let ws = project(&[]);
+    ws.run(&[
+        "create",
+        "api",
+        "--group",
+        "fleet",
+        "--version",
+        "v1",
+        "--kind",
+        "Region",
+        "--namespaced=false",
+    ])
+    .success();
+    refuses(
+        &ws,
+        &["--namespaced"],
+        "the project has cluster-scoped kinds (fleet.learn.com/v1 Region): a namespaced manager's Role cannot grant them",
+        "keep the project cluster-wide, or remove those kinds first",
+    );
+    refuses(
+        &ws,
+        &["--multigroup=false"],
+        "--multigroup=false: every rsbuilder project holds any number of groups",
+        "drop --multigroup=false",
+    );
+    refuses(
+        &ws,
+        &["--plugins=grafana.kubebuilder.io/v1-alpha"],
+        "plugin `grafana.kubebuilder.io/v1-alpha` is not supported by rsbuilder yet",
+        "drop it from --plugins",
+    );
+    refuses(
+        &ws,
+        &["--owner", "bad \"quote\""],
+        "invalid --owner `bad \"quote\"`",
+        "pass `--owner",
+    );
+    // Accepted as kubebuilder's scripts pass them, changing nothing.
+    let before = ws.snapshot();
+    ws.run(&["edit", "--multigroup", "--plugins=go/v4"])
+        .success();
+    assert_same_tree(&before, &ws.snapshot(), "`edit --multigroup`");
+}
+
+#[test]
+fn dry_run_lists_the_changes_and_writes_nothing() {
+    let ws = project(&[]);
+    let before = ws.snapshot();
+    let err = stderr(&ws.run(&["edit", "--namespaced", "--dry-run"]).success());
+    assert!(
+        err.contains("would update config/manager/manager.yaml"),
+        "{err}"
+    );
+    assert_same_tree(&before, &ws.snapshot(), "`edit --dry-run`");
+}
