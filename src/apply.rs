@@ -242,11 +242,12 @@ enum Undo {
 
 fn write_all(root: &Path, changes: &[Change]) -> anyhow::Result<()> {
     let mut journal = Vec::new();
+    let mut dirs = std::collections::HashSet::new();
     for change in changes {
         if matches!(change.action, Action::Keep | Action::Unchanged) {
             continue;
         }
-        if let Err(error) = write_one(root, change, &mut journal) {
+        if let Err(error) = write_one(root, change, &mut journal, &mut dirs) {
             let path = change.path.display();
             return Err(match rollback(journal) {
                 Ok(()) => error.context(format!("failed to write `{path}`; nothing was changed")),
@@ -259,7 +260,13 @@ fn write_all(root: &Path, changes: &[Change]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn write_one(root: &Path, change: &Change, journal: &mut Vec<Undo>) -> anyhow::Result<()> {
+/// Writes one change, journaling how to undo it; `dirs` holds the folders known to exist.
+fn write_one(
+    root: &Path,
+    change: &Change,
+    journal: &mut Vec<Undo>,
+    dirs: &mut std::collections::HashSet<PathBuf>,
+) -> anyhow::Result<()> {
     let path = root.join(&change.path);
     if change.action == Action::Remove {
         let old = fs::read(&path)?;
@@ -267,7 +274,9 @@ fn write_one(root: &Path, change: &Change, journal: &mut Vec<Undo>) -> anyhow::R
         journal.push(Undo::Restore(path, old));
         return Ok(());
     }
-    if let Some(parent) = path.parent() {
+    if let Some(parent) = path.parent()
+        && !dirs.contains(parent)
+    {
         let mut missing = Vec::new();
         let mut dir = parent;
         while !dir.exists() {
@@ -281,6 +290,18 @@ fn write_one(root: &Path, change: &Change, journal: &mut Vec<Undo>) -> anyhow::R
             fs::create_dir(&dir)?;
             journal.push(Undo::RemoveDir(dir));
         }
+        dirs.insert(parent.to_path_buf());
+    }
+    // A file planned as new was missing when the plan was made, a moment ago: undoing its
+    // write removes it, and reading it again first would only cost time.
+    if change.action == Action::Create {
+        if let Err(error) = fs::write(&path, &change.contents) {
+            // A write that failed half way leaves a file behind.
+            let _ = fs::remove_file(&path);
+            return Err(error.into());
+        }
+        journal.push(Undo::RemoveFile(path));
+        return Ok(());
     }
     match fs::read(&path) {
         Ok(old) => journal.push(Undo::Restore(path.clone(), old)),

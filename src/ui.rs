@@ -96,7 +96,11 @@ pub fn note(message: &str) {
 
 /// Writes one line for people to stderr; a closed or failing stderr drops it.
 fn line(text: fmt::Arguments<'_>) {
-    let _ = writeln!(io::stderr().lock(), "{text}");
+    // One write per line: stderr is unbuffered, and a line written in pieces can interleave
+    // with another process's output.
+    let _ = io::stderr()
+        .lock()
+        .write_all(format!("{text}\n").as_bytes());
 }
 
 /// Writes `bytes` to stdout. A reader that went away (a closed pipe) ends the output quietly;

@@ -132,13 +132,15 @@ fn render(dir_name: &str, context: &tera::Context) -> anyhow::Result<Vec<(String
     let mut chunks = 0;
     for (path, text) in &sources {
         let name = path.strip_prefix(&prefix).unwrap_or(path);
-        // A template without Tera syntax is its own output: parsing it would take most of the
-        // time of a command (the generated Cargo.lock alone is 66 kB of text).
-        if !text.contains("{{") && !text.contains("{%") && !text.contains("{#") {
-            names.push((name.to_owned(), Some(*text)));
+        // Tera's parser takes most of the time of a command, and most tags are a plain name:
+        // those are filled in first, and a template left without Tera syntax is its own
+        // output (the generated Cargo.lock alone is 66 kB of text).
+        let text = resolve_conditions(&substitute(text, &context), &context);
+        if !has_tags(&text) {
+            names.push((name.to_owned(), Some(text)));
             continue;
         }
-        let condensed = condense(text, &mut context, &mut chunks);
+        let condensed = condense(&text, &mut context, &mut chunks);
         tera.add_raw_template(name, &condensed)
             .with_context(|| format!("template `{dir_name}/{name}` does not parse"))?;
         names.push((name.to_owned(), None));
@@ -148,7 +150,7 @@ fn render(dir_name: &str, context: &tera::Context) -> anyhow::Result<Vec<(String
         .filter_map(|(name, verbatim)| name.strip_suffix(".tera").map(|out| (name, out, verbatim)))
         .map(|(name, out, verbatim)| {
             let text = match verbatim {
-                Some(text) => (*text).to_owned(),
+                Some(text) => text.clone(),
                 None => tera
                     .render(name, &context)
                     .with_context(|| format!("failed to render template `{dir_name}/{name}`"))?,
@@ -156,6 +158,210 @@ fn render(dir_name: &str, context: &tera::Context) -> anyhow::Result<Vec<(String
             Ok((out.to_owned(), text))
         })
         .collect()
+}
+
+/// Where the first Tera tag (`{{`, `{%` or `{#`) of `text` starts: one pass over the text.
+fn next_tag(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    while let Some(found) = text[from..].find('{') {
+        let at = from + found;
+        if matches!(bytes.get(at + 1), Some(b'{' | b'%' | b'#')) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
+fn has_tags(text: &str) -> bool {
+    next_tag(text).is_some()
+}
+
+/// `text` with every `{{ name }}` tag outside a `{% for %}` loop replaced by the value of
+/// `name` in `context`, when that is a string Tera would print as it is: no braces that Tera
+/// would read again, no whitespace at either end that a neighbour's `{%-` or `-%}` would trim.
+/// Other tags stay for Tera.
+fn substitute(text: &str, context: &tera::Context) -> String {
+    if !has_tags(text) || text.contains("{% raw") || text.contains("{%- raw") {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut loops = 0usize;
+    while let Some(open) = next_tag(rest) {
+        out.push_str(&rest[..open]);
+        let tail = &rest[open..];
+        let close = match &tail[..2] {
+            "{{" => "}}",
+            "{%" => "%}",
+            _ => "#}",
+        };
+        let Some(end) = tail[2..].find(close).map(|i| i + 2 + close.len()) else {
+            out.push_str(tail);
+            return out;
+        };
+        let tag = &tail[..end];
+        let inner = &tag[2..tag.len() - 2];
+        let value = match close {
+            "}}" if loops == 0 && inner.starts_with(' ') && inner.ends_with(' ') => {
+                let name = inner.trim();
+                let plain = name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+                match context.get(name) {
+                    Some(tera::Value::String(value))
+                        if plain
+                            && !value.contains(['{', '}'])
+                            && value.trim() == value.as_str() =>
+                    {
+                        Some(value.as_str())
+                    }
+                    _ => None,
+                }
+            }
+            "%}" => {
+                let keyword = inner.trim_matches(|c: char| c == '-' || c.is_whitespace());
+                if keyword.starts_with("for ") {
+                    loops += 1;
+                } else if keyword == "endfor" {
+                    loops = loops.saturating_sub(1);
+                }
+                None
+            }
+            _ => None,
+        };
+        out.push_str(value.unwrap_or(tag));
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A tag of a template: where it starts and ends, and what it is.
+struct Tag<'a> {
+    start: usize,
+    end: usize,
+    /// The words inside a `{% %}` tag (`["if", "not", "ssa"]`); empty for other tags.
+    words: Vec<&'a str>,
+}
+
+/// The tags of `text`, in order.
+fn tags(text: &str) -> Vec<Tag<'_>> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(found) = next_tag(&text[from..]) {
+        let start = from + found;
+        let close = match &text[start..start + 2] {
+            "{{" => "}}",
+            "{%" => "%}",
+            _ => "#}",
+        };
+        let Some(length) = text[start + 2..].find(close) else {
+            break;
+        };
+        let end = start + 2 + length + 2;
+        let words = if close == "%}" {
+            text[start + 2..end - 2].split_whitespace().collect()
+        } else {
+            Vec::new()
+        };
+        out.push(Tag { start, end, words });
+        from = end;
+    }
+    out
+}
+
+/// Tera's truth of a top-level value: missing, null, false, 0, "" and empty lists are false.
+fn truthy(context: &tera::Context, name: &str) -> bool {
+    match context.get(name) {
+        None | Some(tera::Value::Null) => false,
+        Some(tera::Value::Bool(value)) => *value,
+        Some(tera::Value::String(value)) => !value.is_empty(),
+        Some(tera::Value::Number(value)) => value.as_f64() != Some(0.0),
+        Some(tera::Value::Array(value)) => !value.is_empty(),
+        Some(tera::Value::Object(value)) => !value.is_empty(),
+    }
+}
+
+/// The value of an `if` condition that `resolve_conditions` can decide: `name`, `not name`,
+/// `a == b` or `a != b` of top-level names.
+fn decide(context: &tera::Context, words: &[&str]) -> Option<bool> {
+    let plain = |name: &str| {
+        name.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    };
+    match words {
+        [name] if plain(name) => Some(truthy(context, name)),
+        ["not", name] if plain(name) => Some(!truthy(context, name)),
+        [a, op @ ("==" | "!="), b] if plain(a) && plain(b) => {
+            let equal = context.get(a)? == context.get(b)?;
+            Some(equal == (*op == "=="))
+        }
+        _ => None,
+    }
+}
+
+/// `text` with every `{% if %}` that `decide` can settle, outside `{% for %}` loops, replaced
+/// by its branch. Only in a template without whitespace control (`{%-`, `-}}`): there, which
+/// text a tag trims would change once the branch joins its neighbours.
+fn resolve_conditions(text: &str, context: &tera::Context) -> String {
+    let dashes = ["{%-", "-%}", "{{-", "-}}"];
+    if dashes.iter().any(|dash| text.contains(dash))
+        || text.contains("{% raw")
+        || !text.contains("{% if ")
+    {
+        return text.to_owned();
+    }
+    let mut text = text.to_owned();
+    let mut skip = 0;
+    'again: loop {
+        let all = tags(&text);
+        let mut loops = 0usize;
+        for (index, tag) in all.iter().enumerate() {
+            match tag.words.first().copied() {
+                Some("for") => loops += 1,
+                Some("endfor") => loops = loops.saturating_sub(1),
+                Some("if") if loops == 0 && tag.start >= skip => {
+                    let Some(value) = decide(context, &tag.words[1..]) else {
+                        continue;
+                    };
+                    // The `else` and `endif` of this `if`, at its own depth.
+                    let (mut depth, mut otherwise, mut end) = (0usize, None, None);
+                    for (later, other) in all.iter().enumerate().skip(index + 1) {
+                        match other.words.first().copied() {
+                            Some("if") => depth += 1,
+                            Some("endif") if depth == 0 => {
+                                end = Some(later);
+                                break;
+                            }
+                            Some("endif") => depth -= 1,
+                            Some("else") if depth == 0 => otherwise = Some(later),
+                            Some("elif") if depth == 0 => break,
+                            _ => {}
+                        }
+                    }
+                    let Some(end) = end else {
+                        skip = tag.end;
+                        continue 'again;
+                    };
+                    let end = &all[end];
+                    let branch = match (value, otherwise.map(|o| &all[o])) {
+                        (true, Some(otherwise)) => &text[tag.end..otherwise.start],
+                        (true, None) => &text[tag.end..end.start],
+                        (false, Some(otherwise)) => &text[otherwise.end..end.start],
+                        (false, None) => "",
+                    };
+                    let start = tag.start;
+                    text = format!("{}{}{}", &text[..start], branch, &text[end.end..]);
+                    skip = start;
+                    continue 'again;
+                }
+                _ => {}
+            }
+        }
+        return text;
+    }
 }
 
 /// Text runs shorter than this stay in the template.
@@ -172,12 +378,7 @@ fn condense(text: &str, context: &mut tera::Context, chunks: &mut usize) -> Stri
     let mut out = String::with_capacity(text.len() / 2);
     let mut rest = text;
     loop {
-        let next_tag = ["{{", "{%", "{#"]
-            .iter()
-            .filter_map(|open| rest.find(open))
-            .min()
-            .unwrap_or(rest.len());
-        let (plain, tail) = rest.split_at(next_tag);
+        let (plain, tail) = rest.split_at(next_tag(rest).unwrap_or(rest.len()));
         let body = plain.trim_matches(char::is_whitespace);
         if body.len() >= CONDENSE_MIN {
             let lead = &plain[..plain.len() - plain.trim_start().len()];
@@ -248,6 +449,44 @@ fn collect(dir: &Dir<'static>, out: &mut Vec<(String, &'static str)>) {
 mod tests {
     use super::*;
     use std::path::Path;
+
+    /// Filling in plain names first must give what Tera alone gives, wherever Tera would read
+    /// the result differently: loop variables, whitespace control, values Tera would parse.
+    #[test]
+    fn plain_names_filled_in_first_render_as_tera_renders_them() {
+        let mut context = tera::Context::new();
+        context.insert("kind", "AppOTP");
+        context.insert("version", "v1");
+        context.insert("spaced", " padded ");
+        context.insert("braces", "{{ kind }}");
+        context.insert("versions", &["v1", "v2"]);
+        context.insert("flag", &true);
+        for template in [
+            "kind: {{ kind }}\n",
+            "{% for version in versions %}- {{ version }}\n{% endfor %}top: {{ version }}\n",
+            "{% if flag -%}\n  {{ spaced }}\n{%- endif %}|",
+            "a {{ braces }} b",
+            "{{- kind }} {{ kind -}} {{kind}} {# {{ kind }} #}",
+            "{% if flag %}{{ kind }}{% endif %}{{ missing | default(value=\"x\") }}",
+            "{% if flag %}a{% if not flag %}b{% else %}c{% endif %}d{% else %}e{% endif %}f",
+            "{% if missing %}a{% endif %}{% if kind != version %}ne{% endif %}{% if kind == kind %}eq{% endif %}",
+            "{% for version in versions %}{% if version %}{{ version }}{% endif %}{% endfor %}",
+            "{% if flag %}a{% elif kind %}b{% endif %}",
+            "x\n{% if flag %}\n{%- if flag %}y{% endif %}{% endif %}",
+        ] {
+            let tera_alone = tera::Tera::one_off(template, &context, false).unwrap();
+            let substituted = resolve_conditions(&substitute(template, &context), &context);
+            let filled = if has_tags(&substituted) {
+                tera::Tera::one_off(&substituted, &context, false).unwrap()
+            } else {
+                substituted.clone()
+            };
+            assert_eq!(filled, tera_alone, "{template:?} became {substituted:?}");
+        }
+        assert_eq!(substitute("kind: {{ kind }}", &context), "kind: AppOTP");
+        assert_eq!(next_tag("a { b {% c"), Some(6));
+        assert_eq!(next_tag("a { b } c"), None);
+    }
 
     #[test]
     fn condensed_templates_render_the_same_bytes() {
