@@ -281,6 +281,11 @@ pub fn plural(kind: &str) -> String {
             return word;
         }
         if let Some(stem) = word.strip_suffix(singular) {
+            // A rule that would replace the whole word by letters it does not start with
+            // (`Y` → `ies`) leaves nothing of the kind in its plural: such a word takes `s`.
+            if stem.is_empty() && !plural.starts_with(singular) {
+                break;
+            }
             return format!("{stem}{plural}");
         }
     }
@@ -298,6 +303,9 @@ mod tests {
     /// Kinds and the plurals kubebuilder gives them.
     const KINDS: &[(&str, &str)] = &[
         ("AppOTP", "appotps"),
+        ("Y", "ys"),
+        ("X", "xes"),
+        ("O", "oes"),
         ("Policy", "policies"),
         ("Ingress", "ingresses"),
         ("Status", "statuses"),
