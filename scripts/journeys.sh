@@ -6,7 +6,11 @@
 #                        the spec, availableReplicas in the status;
 #   shapes/Shape         an Option, a map, a nested struct, an enum and a Vec of structs;
 #   plain/Bare           the example `size` field removed;
-#   report/Report        a second status field.
+#   report/Report        a second status field;
+#   web/Site             a kind that runs an image (--image): a spec field that its pure
+#                        Deployment builder passes to the pods, with a test of it;
+#   example/Application  also a second controller (--controller-name application-audit);
+#   ledger/Ledger        a server-side-applied kind (--ssa) with another optional field.
 # Application then gets its webhooks, filled in as users describe them: defaulting sets
 # replicas to 1 when they are 0; validation denies fewer than one replica ("replicas must be
 # at least 1") and warns about an image without a tag; tests prove it through the HTTP layer.
@@ -35,6 +39,11 @@ for api in "example Application" "shapes Shape" "plain Bare" "report Report"; do
   set -- $api
   "$rsbuilder" create api --group "$1" --version v1 --kind "$2" 2>/dev/null
 done
+"$rsbuilder" create api --group web --version v1 --kind Site --image nginx:1.27 \
+  --image-container-port 8080 --run-as-user 1001 2>/dev/null
+"$rsbuilder" create api --group example --version v1 --kind Application --resource=false \
+  --controller-name application-audit 2>/dev/null
+"$rsbuilder" create api --group ledger --version v1 --kind Ledger --ssa 2>/dev/null
 
 step "edit the types and the samples"
 python3 - <<'PY'
@@ -263,6 +272,49 @@ edit("""    // +rsbuilder:scaffold:tests
     // +rsbuilder:scaffold:tests
 """)
 PY
+
+step "edit the kind that runs an image, its controller and its tests; the --ssa kind"
+python3 - <<'PY'
+import pathlib
+
+def edit(path, old, new):
+    file = pathlib.Path(path)
+    text = file.read_text()
+    if old not in text:
+        raise SystemExit(f"journey: `{old}` not found in {path}")
+    file.write_text(text.replace(old, new, 1))
+
+# A field of the spec that reaches the pods through the pure Deployment builder.
+edit("api/src/web/v1/site.rs", "    pub ports: Vec<corev1::ContainerPort>,\n}\n", '''    pub ports: Vec<corev1::ContainerPort>,
+
+    /// The service account the pods run as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account_name: Option<String>,
+}
+''')
+edit("operator/src/controllers/web/site.rs", "                    containers: vec![container],\n",
+     "                    service_account_name: object.spec.service_account_name.clone(),\n"
+     "                    containers: vec![container],\n")
+edit("config/samples/web_v1_site.yaml", "  image: nginx:1.27\n", "  image: nginx:1.27\n  serviceAccountName: default\n")
+test = pathlib.Path("operator/tests/controllers/web/site.rs")
+test.write_text(test.read_text() + '''
+#[test]
+fn the_service_account_reaches_the_pods() {
+    let object = object(json!({"serviceAccountName": "site"}), &[], 1);
+    let pods = deployment(&object).spec.unwrap().template.spec.unwrap();
+    assert_eq!(pods.service_account_name.as_deref(), Some("site"));
+}
+''')
+
+# The --ssa kind gets another optional field, and keeps applying only what is set.
+edit("api/src/ledger/v1/ledger.rs", "    pub size: Option<i32>,\n", '''    pub size: Option<i32>,
+
+    /// The account the ledger books to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+''')
+edit("config/samples/ledger_v1_ledger.yaml", "  size: 1\n", "  size: 1\n  account: operations\n")
+PY
 # The journeys' own edits must be rustfmt-clean, as a user's editor would leave them.
 cargo fmt --all
 
@@ -293,4 +345,15 @@ if [[ "$count" != 7 ]]; then
   echo "journey: 7 webhook tests of Application expected, $count found"
   exit 1
 fi
-echo "journeys: 5 passed, 0 failed"
+step "the tests of the image kind, the second controller and the --ssa kind ran"
+tests="$(cargo test --quiet --locked -- --list 2>/dev/null)"
+for test in \
+  'web::site::the_service_account_reaches_the_pods: test' \
+  'example::application_audit::' \
+  'ledger::v1::ledger::tests::unset_fields_are_left_out_of_an_apply: test'; do
+  if ! grep -q "$test" <<<"$tests"; then
+    echo "journey: no test \`$test\` ran"
+    exit 1
+  fi
+done
+echo "journeys: 6 passed, 0 failed"
