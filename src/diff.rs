@@ -125,22 +125,32 @@ pub fn carry_over(old: &str, new: &str, target: &str) -> Option<String> {
     let mut text: Vec<&str> = target.split_inclusive('\n').collect();
     // From the last hunk to the first, so that the positions of earlier ones stay valid in `a`.
     for (start, end, lines) in hunks.into_iter().rev() {
-        let before = start.saturating_sub(CONTEXT);
-        let after = (end + CONTEXT).min(a.len());
-        if before == start && after == end {
-            return None;
-        }
-        let needle = &a[before..after];
-        let found: Vec<usize> = (0..=text.len().saturating_sub(needle.len()))
-            .filter(|&at| text.len() >= needle.len() && text[at..at + needle.len()] == *needle)
-            .collect();
-        let [at] = found[..] else {
-            return None;
-        };
+        // The full context first; then less of it, for a target where other lines were added
+        // next to the change (a marker's insertions), as long as the place stays unique.
+        let found = [(CONTEXT, CONTEXT), (1, CONTEXT), (CONTEXT, 1), (1, 1)]
+            .into_iter()
+            .find_map(|(above, below)| {
+                let before = start.saturating_sub(above);
+                let after = (end + below).min(a.len());
+                if before == start && after == end {
+                    return None;
+                }
+                let needle = &a[before..after];
+                let places: Vec<usize> = (0..=text.len().saturating_sub(needle.len()))
+                    .filter(|&at| {
+                        text.len() >= needle.len() && text[at..at + needle.len()] == *needle
+                    })
+                    .collect();
+                match places[..] {
+                    [at] => Some((at, before, after)),
+                    _ => None,
+                }
+            });
+        let (at, before, after) = found?;
         let mut replacement: Vec<&str> = a[before..start].to_vec();
         replacement.extend(lines);
         replacement.extend(&a[end..after]);
-        text.splice(at..at + needle.len(), replacement);
+        text.splice(at..at + (after - before), replacement);
     }
     Some(text.concat())
 }
@@ -219,6 +229,17 @@ mod tests {
         assert_eq!(
             carry_over(old, new, edited).as_deref(),
             Some("x\na\nb\nc\nD\ne\nf\ny\ng\nh\ni\n")
+        );
+    }
+
+    #[test]
+    fn a_change_next_to_inserted_lines_is_carried_over_with_less_context() {
+        let old = "a\nb\nc\nd\ne\n";
+        let new = "a\nb\nc\nX\nd\ne\n";
+        let edited = "a\nINSERTED\nb\nc\nd\nMORE\ne\n";
+        assert_eq!(
+            carry_over(old, new, edited).as_deref(),
+            Some("a\nINSERTED\nb\nc\nX\nd\nMORE\ne\n")
         );
     }
 

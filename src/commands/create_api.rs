@@ -829,6 +829,41 @@ fn resolve_builtin(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Op
         let same_kind: Vec<&Resource> = existing.into_iter().collect();
         existing_controller(args, &same_kind, &names).refuse(&gvk)?;
     }
+    if names.controller_name.len() > 63 {
+        return Err(UserError::new(format!(
+            "the controller name `{}` of {gvk} is longer than 63 characters, the limit of the names it is published under (event reporter, field manager)",
+            names.controller_name
+        ))
+        .help("pick a shorter --controller-name")
+        .into());
+    }
+    // Controllers of Kubernetes' kinds of one group share a folder of modules.
+    for other in project
+        .resources
+        .iter()
+        .filter(|r| r.core && r.kind != kind.kind)
+    {
+        let Some(theirs) = names::builtin(&other.group_with_domain(), &other.version, &other.kind)
+            .ok()
+            .flatten()
+            .map(names::builtin_names)
+            .filter(|theirs| theirs.group_dir == names.group_dir)
+        else {
+            continue;
+        };
+        let modules = controller_modules(other, &theirs);
+        if let Some(module) = [&names.kind_module, &names.controller_module]
+            .into_iter()
+            .find(|module| modules.contains(module))
+        {
+            return Err(UserError::new(format!(
+                "the controller of {gvk} would have the module `{module}`, which the controller of Kubernetes' {} has",
+                other.kind
+            ))
+            .help("pick another --controller-name")
+            .into());
+        }
+    }
     for other in project.resources.iter().filter(|r| !r.core) {
         let other_names = ResourceNames::new(
             &other.group,

@@ -178,12 +178,26 @@ fn has_tags(text: &str) -> bool {
     next_tag(text).is_some()
 }
 
+/// Whether `text` has tags that give names values of their own, or hide tags from Tera
+/// (`set`, `macro`, `raw`): filling in names from the context there could be wrong.
+fn defines_names(text: &str) -> bool {
+    tags(text).iter().any(|tag| {
+        matches!(
+            tag.words.first().copied(),
+            Some("set" | "set_global" | "macro" | "raw" | "-" | "import" | "include")
+        ) || tag
+            .words
+            .get(1)
+            .is_some_and(|word| *word == "raw" || *word == "set")
+    }) || text.contains("raw%}")
+}
+
 /// `text` with every `{{ name }}` tag outside a `{% for %}` loop replaced by the value of
 /// `name` in `context`, when that is a string Tera would print as it is: no braces that Tera
 /// would read again, no whitespace at either end that a neighbour's `{%-` or `-%}` would trim.
 /// Other tags stay for Tera.
 fn substitute(text: &str, context: &tera::Context) -> String {
-    if !has_tags(text) || text.contains("{% raw") || text.contains("{%- raw") {
+    if !has_tags(text) || defines_names(text) {
         return text.to_owned();
     }
     let mut out = String::with_capacity(text.len());
@@ -212,6 +226,7 @@ fn substitute(text: &str, context: &tera::Context) -> String {
                 match context.get(name) {
                     Some(tera::Value::String(value))
                         if plain
+                            && !value.is_empty()
                             && !value.contains(['{', '}'])
                             && value.trim() == value.as_str() =>
                     {
@@ -287,16 +302,22 @@ fn truthy(context: &tera::Context, name: &str) -> bool {
 /// The value of an `if` condition that `resolve_conditions` can decide: `name`, `not name`,
 /// `a == b` or `a != b` of top-level names.
 fn decide(context: &tera::Context, words: &[&str]) -> Option<bool> {
+    // A name of the context, not a literal (`true`, `1`) nor an operator.
     let plain = |name: &str| {
-        name.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            && !matches!(name, "true" | "false" | "not" | "and" | "or" | "in" | "is")
     };
     match words {
         [name] if plain(name) => Some(truthy(context, name)),
         ["not", name] if plain(name) => Some(!truthy(context, name)),
         [a, op @ ("==" | "!="), b] if plain(a) && plain(b) => {
-            let equal = context.get(a)? == context.get(b)?;
-            Some(equal == (*op == "=="))
+            match (context.get(a)?, context.get(b)?) {
+                (tera::Value::String(a), tera::Value::String(b)) => Some((a == b) == (*op == "==")),
+                _ => None,
+            }
         }
         _ => None,
     }
@@ -306,10 +327,10 @@ fn decide(context: &tera::Context, words: &[&str]) -> Option<bool> {
 /// by its branch. Only in a template without whitespace control (`{%-`, `-}}`): there, which
 /// text a tag trims would change once the branch joins its neighbours.
 fn resolve_conditions(text: &str, context: &tera::Context) -> String {
-    let dashes = ["{%-", "-%}", "{{-", "-}}"];
+    let dashes = ["{%-", "-%}", "{{-", "-}}", "{#-", "-#}"];
     if dashes.iter().any(|dash| text.contains(dash))
-        || text.contains("{% raw")
         || !text.contains("{% if ")
+        || defines_names(text)
     {
         return text.to_owned();
     }
@@ -328,8 +349,13 @@ fn resolve_conditions(text: &str, context: &tera::Context) -> String {
                     };
                     // The `else` and `endif` of this `if`, at its own depth.
                     let (mut depth, mut otherwise, mut end) = (0usize, None, None);
+                    // A loop inside the branch may have an `else` of its own.
+                    let mut inner_loops = 0usize;
                     for (later, other) in all.iter().enumerate().skip(index + 1) {
                         match other.words.first().copied() {
+                            Some("for") => inner_loops += 1,
+                            Some("endfor") => inner_loops = inner_loops.saturating_sub(1),
+                            Some("else") if inner_loops > 0 => {}
                             Some("if") => depth += 1,
                             Some("endif") if depth == 0 => {
                                 end = Some(later);
@@ -461,6 +487,7 @@ mod tests {
         context.insert("braces", "{{ kind }}");
         context.insert("versions", &["v1", "v2"]);
         context.insert("flag", &true);
+        context.insert("empty", "");
         for template in [
             "kind: {{ kind }}\n",
             "{% for version in versions %}- {{ version }}\n{% endfor %}top: {{ version }}\n",
@@ -473,6 +500,12 @@ mod tests {
             "{% for version in versions %}{% if version %}{{ version }}{% endif %}{% endfor %}",
             "{% if flag %}a{% elif kind %}b{% endif %}",
             "x\n{% if flag %}\n{%- if flag %}y{% endif %}{% endif %}",
+            "{% if flag %}{% for v in versions %}{{ v }}{% else %}n{% endfor %}{% endif %}",
+            "{% if true %}a{% endif %}{% if 1 %}b{% endif %}",
+            "{# c -#}{% if flag %}  x{% endif %}",
+            "{% if flag -%}{{ empty }}  x{% endif %}",
+            "{% raw %}{{ kind }}{% endraw %}{%raw%}{{ kind }}{%endraw%}",
+            "{% set flag = false %}{% if flag %}a{% endif %}{{ kind }}",
         ] {
             let tera_alone = tera::Tera::one_off(template, &context, false).unwrap();
             let substituted = resolve_conditions(&substitute(template, &context), &context);

@@ -1250,3 +1250,41 @@ fn ssa_makes_the_types_their_own_apply_configurations() {
         "drop --resource=false, or drop --ssa",
     );
 }
+
+#[test]
+fn controllers_of_kubernetes_kinds_take_names_too_but_not_each_others_modules() {
+    let ws = project();
+    let apps = |kind: &'static str, extra: &[&'static str]| {
+        let mut args = vec![
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            kind,
+            "--resource=false",
+        ];
+        args.extend_from_slice(extra);
+        args
+    };
+    create(&ws, &apps("StatefulSet", &["--controller"])).success();
+    create(&ws, &apps("Deployment", &["--controller-name", "rollout"])).success();
+    assert!(
+        ws.read("operator/src/controllers/apps/rollout.rs")
+            .contains("pub const NAME: &str = \"apps-rollout\";")
+    );
+    refuses(
+        &ws,
+        &apps("Deployment", &["--controller-name", "stateful-set"]),
+        "the controller of apps/v1, Kind=Deployment would have the module `stateful_set`, which the controller of Kubernetes' StatefulSet has",
+        "pick another --controller-name",
+    );
+    let long = "x".repeat(60);
+    let long: &'static str = Box::leak(long.into_boxed_str());
+    refuses(
+        &ws,
+        &apps("Deployment", &["--controller-name", long]),
+        "the controller name `apps-xxxxxxxx",
+        "pick a shorter --controller-name",
+    );
+}

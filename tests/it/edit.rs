@@ -14,13 +14,26 @@ const APPOTP: &[&str] = &[
     "AppOTP",
 ];
 
-/// A project made by `init` with `init_flags`, with one kind.
+/// A project made by `init` with `init_flags`, with one kind and its defaulting webhook, which
+/// add lines to `main.rs` next to the ones `edit` changes.
 fn project(init_flags: &[&str]) -> Workspace {
     let ws = Workspace::new("otp-operator");
     let mut init = vec!["init", "--domain", "learn.com"];
     init.extend_from_slice(init_flags);
     ws.run(&init).success();
     ws.run(APPOTP).success();
+    ws.run(&[
+        "create",
+        "webhook",
+        "--group",
+        "appotp",
+        "--version",
+        "v1",
+        "--kind",
+        "AppOTP",
+        "--defaulting",
+    ])
+    .success();
     ws
 }
 
