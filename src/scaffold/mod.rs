@@ -179,17 +179,21 @@ fn has_tags(text: &str) -> bool {
 }
 
 /// Whether `text` has tags that give names values of their own, or hide tags from Tera
-/// (`set`, `macro`, `raw`): filling in names from the context there could be wrong.
+/// (`set`, `macro`, `raw`, ...): filling in names from the context there could be wrong.
 fn defines_names(text: &str) -> bool {
-    tags(text).iter().any(|tag| {
-        matches!(
-            tag.words.first().copied(),
-            Some("set" | "set_global" | "macro" | "raw" | "-" | "import" | "include")
-        ) || tag
-            .words
-            .get(1)
-            .is_some_and(|word| *word == "raw" || *word == "set")
-    }) || text.contains("raw%}")
+    const KEYWORDS: &[&str] = &["set", "set_global", "macro", "raw", "import", "include"];
+    let mut rest = text;
+    while let Some(open) = rest.find("{%") {
+        rest = &rest[open + 2..];
+        let word = rest.trim_start_matches(|c: char| c == '-' || c.is_whitespace());
+        let word = &word[..word
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(word.len())];
+        if KEYWORDS.contains(&word) {
+            return true;
+        }
+    }
+    false
 }
 
 /// `text` with every `{{ name }}` tag outside a `{% for %}` loop replaced by the value of
