@@ -1,7 +1,7 @@
 //! `rsbuilder create api`: what it adds to a project, and how it refuses bad input without
 //! changing anything.
 
-use crate::support::{Workspace, stderr};
+use crate::support::{Workspace, assert_refused, stderr};
 
 fn project() -> Workspace {
     let ws = Workspace::new("otp-operator");
@@ -16,24 +16,11 @@ fn create(ws: &Workspace, extra: &[&str]) -> assert_cmd::assert::Assert {
 }
 
 /// Runs a failing `create api` and checks its message, exit code 1 and the untouched tree.
+#[track_caller]
 fn refuses(ws: &Workspace, args: &[&str], error: &str, help: &str) {
-    let before = ws.snapshot();
-    let assert = create(ws, args).code(1);
-    let err = stderr(&assert);
-    assert!(
-        err.contains(&format!("error: {error}")),
-        "want `error: {error}` in:\n{err}"
-    );
-    assert!(
-        err.contains(&format!("help: {help}")),
-        "want `help: {help}` in:\n{err}"
-    );
-    assert_eq!(
-        ws.snapshot(),
-        before,
-        "the tree changed after `create api {}`",
-        args.join(" ")
-    );
+    let mut command = vec!["create", "api"];
+    command.extend_from_slice(args);
+    assert_refused(ws, &command, error, help);
 }
 
 const APPOTP: &[&str] = &["--group", "appotp", "--version", "v1", "--kind", "AppOTP"];
@@ -1078,11 +1065,8 @@ fn a_namespaced_project_refuses_cluster_scoped_kinds_of_kubernetes() {
 
 const CAPTAIN: &[&str] = &["--group", "crew", "--version", "v1", "--kind", "Captain"];
 
-fn with(base: &[&str], extra: &[&str]) -> Vec<&'static str> {
-    base.iter()
-        .chain(extra)
-        .map(|s| &*Box::leak(s.to_string().into_boxed_str()))
-        .collect()
+fn with<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    base.iter().chain(extra).copied().collect()
 }
 
 #[test]
@@ -1254,19 +1238,12 @@ fn ssa_makes_the_types_their_own_apply_configurations() {
 #[test]
 fn controllers_of_kubernetes_kinds_take_names_too_but_not_each_others_modules() {
     let ws = project();
-    let apps = |kind: &'static str, extra: &[&'static str]| {
-        let mut args = vec![
-            "--group",
-            "apps",
-            "--version",
-            "v1",
-            "--kind",
-            kind,
-            "--resource=false",
-        ];
+    fn apps<'a>(kind: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec!["--group", "apps", "--version", "v1", "--kind", kind];
+        args.push("--resource=false");
         args.extend_from_slice(extra);
         args
-    };
+    }
     create(&ws, &apps("StatefulSet", &["--controller"])).success();
     create(&ws, &apps("Deployment", &["--controller-name", "rollout"])).success();
     assert!(
@@ -1280,10 +1257,9 @@ fn controllers_of_kubernetes_kinds_take_names_too_but_not_each_others_modules() 
         "pick another --controller-name",
     );
     let long = "x".repeat(60);
-    let long: &'static str = Box::leak(long.into_boxed_str());
     refuses(
         &ws,
-        &apps("Deployment", &["--controller-name", long]),
+        &apps("Deployment", &["--controller-name", &long]),
         "the controller name `apps-xxxxxxxx",
         "pick a shorter --controller-name",
     );

@@ -1,7 +1,7 @@
 //! `rsbuilder edit`: what `init` decided, changed in a project that has grown since, and the
 //! refusals that leave it as it was.
 
-use crate::support::{Workspace, assert_same_tree, stderr};
+use crate::support::{Workspace, assert_refused, assert_same_tree, stderr};
 
 const APPOTP: &[&str] = &[
     "create",
@@ -38,20 +38,11 @@ fn project(init_flags: &[&str]) -> Workspace {
 }
 
 /// Runs a failing `edit` and checks its message, exit code 1 and the untouched tree.
+#[track_caller]
 fn refuses(ws: &Workspace, args: &[&str], error: &str, help: &str) {
-    let before = ws.snapshot();
     let mut command = vec!["edit"];
     command.extend_from_slice(args);
-    let err = stderr(&ws.run(&command).code(1));
-    assert!(
-        err.contains(&format!("error: {error}")),
-        "want `error: {error}` in:\n{err}"
-    );
-    assert!(
-        err.contains(&format!("help: {help}")),
-        "want `help: {help}` in:\n{err}"
-    );
-    assert_same_tree(&before, &ws.snapshot(), "a refused `edit`");
+    assert_refused(ws, &command, error, help);
 }
 
 #[test]

@@ -1,26 +1,11 @@
 //! `rsbuilder init`: what it writes, and how it refuses bad input without changing anything.
 
-use crate::support::{Workspace, rsbuilder, snapshot, stderr};
+use crate::support::{Workspace, assert_refused, rsbuilder, snapshot, stderr};
 
 /// Runs a failing `init` and checks its message, its exit code and that the tree is untouched.
+#[track_caller]
 fn refuses(ws: &Workspace, args: &[&str], error: &str, help: &str) {
-    let before = ws.snapshot();
-    let assert = ws.run(args).code(1);
-    let err = stderr(&assert);
-    assert!(
-        err.contains(&format!("error: {error}")),
-        "want `error: {error}` in:\n{err}"
-    );
-    assert!(
-        err.contains(&format!("help: {help}")),
-        "want `help: {help}` in:\n{err}"
-    );
-    assert_eq!(
-        ws.snapshot(),
-        before,
-        "the tree changed after `{}`",
-        args.join(" ")
-    );
+    assert_refused(ws, args, error, help);
 }
 
 #[test]

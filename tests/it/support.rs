@@ -115,3 +115,21 @@ pub fn assert_same_tree(
 pub fn stderr(assert: &Assert) -> String {
     String::from_utf8_lossy(&assert.get_output().stderr).into_owned()
 }
+
+/// Runs `rsbuilder args...`, which must fail with exit code 1, an `error:` line starting with
+/// `error` and a `help:` line starting with `help`, and leave the tree as it was.
+#[track_caller]
+pub fn assert_refused(ws: &Workspace, args: &[&str], error: &str, help: &str) {
+    let before = ws.snapshot();
+    let err = stderr(&ws.run(args).code(1));
+    let command = args.join(" ");
+    assert!(
+        err.contains(&format!("error: {error}")),
+        "`{command}`: want `error: {error}` in:\n{err}"
+    );
+    assert!(
+        err.contains(&format!("help: {help}")),
+        "`{command}`: want `help: {help}` in:\n{err}"
+    );
+    assert_same_tree(&before, &ws.snapshot(), &format!("`{command}`"));
+}
