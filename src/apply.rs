@@ -202,7 +202,9 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
     Ok(changes)
 }
 
-fn read_existing(root: &Path, relative: &Path) -> anyhow::Result<Option<String>> {
+/// The text of `relative` under `root`, or `None` when it does not exist; a folder in its
+/// place or bytes that are not UTF-8 are errors that name it.
+pub fn read_existing(root: &Path, relative: &Path) -> anyhow::Result<Option<String>> {
     let path = root.join(relative);
     match fs::read(&path) {
         Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {

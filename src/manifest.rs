@@ -31,11 +31,22 @@ pub fn key(line: &str) -> Option<&str> {
 
 /// The `version` that the `[name]` table of `manifest` sets.
 pub fn version(manifest: &str, name: &str) -> Option<String> {
+    string(manifest, name, "version")
+}
+
+/// The string that `wanted` has in the `[name]` table of `manifest`, unquoted: `license =
+/// "Apache-2.0"`, or the one string of a list, `authors = ["The Authors"]`.
+pub fn string(manifest: &str, name: &str, wanted: &str) -> Option<String> {
     table(manifest, name)
-        .filter(|line| key(line) == Some("version"))
+        .filter(|line| key(line) == Some(wanted))
         .find_map(|line| {
             let (_, value) = line.split_once('=')?;
-            Some(value.trim().trim_matches('"').to_owned())
+            let value = value.trim();
+            let value = value
+                .strip_prefix('[')
+                .and_then(|list| list.strip_suffix(']'))
+                .map_or(value, str::trim);
+            Some(value.trim_matches('"').to_owned())
         })
 }
 
@@ -58,6 +69,16 @@ mod tests {
             )
             .as_deref(),
             Some("0.1.0")
+        );
+        let package =
+            "[workspace.package]\nlicense = \"Apache-2.0\"\nauthors = [\"The Authors\"]\n";
+        assert_eq!(
+            string(package, "workspace.package", "license").as_deref(),
+            Some("Apache-2.0")
+        );
+        assert_eq!(
+            string(package, "workspace.package", "authors").as_deref(),
+            Some("The Authors")
         );
     }
 }

@@ -462,23 +462,19 @@ fn check_clashes(
         }
         // The controllers of a group share one folder of modules: a named controller must not
         // take the module of another kind, nor another kind's named controller this one's.
-        if other.group == args.group {
-            let theirs = controller_modules(other, &other_names);
-            if let Some(module) = [&names.kind_module, &names.controller_module]
-                .into_iter()
-                .find(|module| theirs.contains(module))
-            {
-                return Err(UserError::new(format!(
-                    "{gvk} would have the controller module `{module}`, which kind {} of the same group has",
-                    other.kind
-                ))
-                .help(if args.controller_name.is_some() {
-                    "pick another --controller-name"
-                } else {
-                    "pick another kind name"
-                })
-                .into());
-            }
+        if other.group == args.group
+            && let Some(module) = shared_controller_module(names, other, &other_names)
+        {
+            return Err(UserError::new(format!(
+                "{gvk} would have the controller module `{module}`, which kind {} of the same group has",
+                other.kind
+            ))
+            .help(if args.controller_name.is_some() {
+                "pick another --controller-name"
+            } else {
+                "pick another kind name"
+            })
+            .into());
         }
         // The API server serves the plural, the singular and the short names of every CRD of a
         // group from one set: a name another kind has is not served.
@@ -512,14 +508,22 @@ fn check_clashes(
     Ok(taken)
 }
 
-/// The modules of a kind's controllers: its own, whether it exists yet or not, and its named
-/// ones.
-fn controller_modules(resource: &Resource, names: &ResourceNames) -> Vec<String> {
-    let mut modules = vec![names.kind_module.clone()];
-    for controller in &resource.controllers {
+/// A controller module that the kind of `ours` would share with `other` (named `theirs`), of
+/// the same folder: the kind's own module, whether its controller exists yet or not, and the
+/// modules of its named controllers, on either side.
+fn shared_controller_module(
+    ours: &ResourceNames,
+    other: &Resource,
+    theirs: &ResourceNames,
+) -> Option<String> {
+    let mut modules = vec![theirs.kind_module.clone()];
+    for controller in &other.controllers {
         modules.push(names::controller_module(&controller.name).0);
     }
-    modules
+    [&ours.kind_module, &ours.controller_module]
+        .into_iter()
+        .find(|module| modules.contains(module))
+        .cloned()
 }
 
 /// The short name: short names are global in a cluster, so the kind's initials, else its
@@ -851,11 +855,7 @@ fn resolve_builtin(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Op
         else {
             continue;
         };
-        let modules = controller_modules(other, &theirs);
-        if let Some(module) = [&names.kind_module, &names.controller_module]
-            .into_iter()
-            .find(|module| modules.contains(module))
-        {
+        if let Some(module) = shared_controller_module(&names, other, &theirs) {
             return Err(UserError::new(format!(
                 "the controller of {gvk} would have the module `{module}`, which the controller of Kubernetes' {} has",
                 other.kind

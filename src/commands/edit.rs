@@ -7,7 +7,7 @@
 //! refused, or, for the scaffold's own config files, overwritten with `--force`, as kubebuilder
 //! does.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context as _;
 
@@ -51,9 +51,9 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
     let manifest = std::fs::read_to_string(root.join("Cargo.toml"))
         .context("failed to read the workspace Cargo.toml")?;
     let old = Settings {
-        owner: workspace_value(&manifest, "authors"),
+        owner: crate::manifest::string(&manifest, "workspace.package", "authors"),
         license: license_of(
-            workspace_value(&manifest, "license").as_deref(),
+            crate::manifest::string(&manifest, "workspace.package", "license").as_deref(),
             args.license.is_some(),
         )?,
         namespaced: project.namespaced,
@@ -139,7 +139,7 @@ fn plan(
             continue;
         }
         let path = &will.path;
-        let Some(current) = read(root, path)? else {
+        let Some(current) = apply::read_existing(root, path)? else {
             continue;
         };
         let shown = path.display().to_string();
@@ -208,32 +208,6 @@ fn plan(
         policy: Policy::Regenerated,
     });
     Ok(plan)
-}
-
-/// A file of the project, if it exists.
-fn read(root: &Path, path: &PathBuf) -> anyhow::Result<Option<String>> {
-    match std::fs::read_to_string(root.join(path)) {
-        Ok(text) => Ok(Some(text)),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(error).with_context(|| format!("failed to read {}", path.display())),
-    }
-}
-
-/// The value of `key` in `[workspace.package]`, as `init` writes it: `license = "Apache-2.0"`,
-/// `authors = ["The Authors"]`.
-fn workspace_value(manifest: &str, key: &str) -> Option<String> {
-    crate::manifest::table(manifest, "workspace.package")
-        .find(|line| crate::manifest::key(line) == Some(key))
-        .and_then(|line| line.split_once('='))
-        .map(|(_, value)| {
-            value
-                .trim()
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .trim()
-                .trim_matches('"')
-                .to_owned()
-        })
 }
 
 /// The license `init` wrote as `spdx`. One it does not write is left alone, unless

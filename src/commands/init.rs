@@ -44,6 +44,31 @@ struct Context {
     runtime_version: String,
 }
 
+impl Context {
+    /// Every name the templates use, derived from the project's name, domain and settings.
+    fn new(project_name: String, domain: &str, repo: Option<String>, settings: &Settings) -> Self {
+        Self {
+            crate_ident: names::crate_ident(&project_name),
+            api_crate: format!("{project_name}-api"),
+            api_crate_ident: names::crate_ident(&format!("{project_name}-api")),
+            leader_election_id: names::leader_election_id(&project_name, domain),
+            project_name,
+            domain: domain.to_owned(),
+            repo,
+            owner: settings.owner.clone(),
+            license: settings.license,
+            namespaced: settings.namespaced,
+            rsbuilder_version: versions::RSBUILDER,
+            kube_version: versions::KUBE,
+            k8s_openapi_version: versions::K8S_OPENAPI,
+            k8s_openapi_feature: versions::K8S_OPENAPI_FEATURE,
+            kubernetes_version: versions::KUBERNETES,
+            rust_version: versions::RUST,
+            runtime_version: runtime::version(),
+        }
+    }
+}
+
 /// Runs `init` in the current directory.
 pub fn run(args: InitArgs) -> anyhow::Result<()> {
     let root = std::env::current_dir().context("failed to read the current directory")?;
@@ -95,25 +120,16 @@ fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
         names::validate_text("owner", owner, "\"The otp-operator Authors\"")?;
     }
 
-    let context = Context {
-        crate_ident: names::crate_ident(&project_name),
-        api_crate: format!("{project_name}-api"),
-        api_crate_ident: names::crate_ident(&format!("{project_name}-api")),
-        leader_election_id: names::leader_election_id(&project_name, &args.domain),
+    let context = Context::new(
         project_name,
-        domain: args.domain.clone(),
-        repo: args.repo.clone(),
-        owner: args.owner.clone(),
-        license: spdx(args.license),
-        namespaced: args.namespaced,
-        rsbuilder_version: versions::RSBUILDER,
-        kube_version: versions::KUBE,
-        k8s_openapi_version: versions::K8S_OPENAPI,
-        k8s_openapi_feature: versions::K8S_OPENAPI_FEATURE,
-        kubernetes_version: versions::KUBERNETES,
-        rust_version: versions::RUST,
-        runtime_version: runtime::version(),
-    };
+        &args.domain,
+        args.repo.clone(),
+        &Settings {
+            owner: args.owner.clone(),
+            license: spdx(args.license),
+            namespaced: args.namespaced,
+        },
+    );
     let project = Project {
         cli_version: versions::RSBUILDER.to_owned(),
         domain: context.domain.clone(),
@@ -236,26 +252,12 @@ pub fn spdx(license: License) -> Option<&'static str> {
 /// `init` renders them; for `edit`, which carries the difference between two settings over to
 /// the project's files.
 pub fn template_files(project: &Project, settings: &Settings) -> anyhow::Result<Vec<PlannedFile>> {
-    let project_name = project.project_name.clone();
-    let context = Context {
-        crate_ident: names::crate_ident(&project_name),
-        api_crate: format!("{project_name}-api"),
-        api_crate_ident: names::crate_ident(&format!("{project_name}-api")),
-        leader_election_id: names::leader_election_id(&project_name, &project.domain),
-        project_name,
-        domain: project.domain.clone(),
-        repo: project.repo.clone(),
-        owner: settings.owner.clone(),
-        license: settings.license,
-        namespaced: settings.namespaced,
-        rsbuilder_version: versions::RSBUILDER,
-        kube_version: versions::KUBE,
-        k8s_openapi_version: versions::K8S_OPENAPI,
-        k8s_openapi_feature: versions::K8S_OPENAPI_FEATURE,
-        kubernetes_version: versions::KUBERNETES,
-        rust_version: versions::RUST,
-        runtime_version: runtime::version(),
-    };
+    let context = Context::new(
+        project.project_name.clone(),
+        &project.domain,
+        project.repo.clone(),
+        settings,
+    );
     let context =
         tera::Context::from_serialize(&context).context("failed to build the template context")?;
     scaffold::render_set("init", &context, &[], |_| Policy::Regenerated)

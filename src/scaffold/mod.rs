@@ -205,55 +205,39 @@ fn substitute(text: &str, context: &tera::Context) -> String {
         return text.to_owned();
     }
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
+    let mut copied = 0;
     let mut loops = 0usize;
-    while let Some(open) = next_tag(rest) {
-        out.push_str(&rest[..open]);
-        let tail = &rest[open..];
-        let close = match &tail[..2] {
-            "{{" => "}}",
-            "{%" => "%}",
-            _ => "#}",
-        };
-        let Some(end) = tail[2..].find(close).map(|i| i + 2 + close.len()) else {
-            out.push_str(tail);
-            return out;
-        };
-        let tag = &tail[..end];
-        let inner = &tag[2..tag.len() - 2];
-        let value = match close {
-            "}}" if loops == 0 && inner.starts_with(' ') && inner.ends_with(' ') => {
-                let name = inner.trim();
-                let plain = name
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-                match context.get(name) {
-                    Some(tera::Value::String(value))
-                        if plain
-                            && !value.is_empty()
-                            && !value.contains(['{', '}'])
-                            && value.trim() == value.as_str() =>
-                    {
-                        Some(value.as_str())
-                    }
-                    _ => None,
-                }
+    for tag in tags(text) {
+        out.push_str(&text[copied..tag.start]);
+        copied = tag.end;
+        let raw = &text[tag.start..tag.end];
+        match tag.words.first().copied() {
+            Some("for") => loops += 1,
+            Some("endfor") => loops = loops.saturating_sub(1),
+            _ => {}
+        }
+        let inner = &raw[2..raw.len() - 2];
+        let name = inner.trim();
+        let value = match context.get(name) {
+            Some(tera::Value::String(value))
+                if raw.starts_with("{{")
+                    && loops == 0
+                    && inner.starts_with(' ')
+                    && inner.ends_with(' ')
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                    && !value.is_empty()
+                    && !value.contains(['{', '}'])
+                    && value.trim() == value.as_str() =>
+            {
+                value.as_str()
             }
-            "%}" => {
-                let keyword = inner.trim_matches(|c: char| c == '-' || c.is_whitespace());
-                if keyword.starts_with("for ") {
-                    loops += 1;
-                } else if keyword == "endfor" {
-                    loops = loops.saturating_sub(1);
-                }
-                None
-            }
-            _ => None,
+            _ => raw,
         };
-        out.push_str(value.unwrap_or(tag));
-        rest = &tail[end..];
+        out.push_str(value);
     }
-    out.push_str(rest);
+    out.push_str(&text[copied..]);
     out
 }
 
@@ -271,17 +255,15 @@ fn tags(text: &str) -> Vec<Tag<'_>> {
     let mut from = 0;
     while let Some(found) = next_tag(&text[from..]) {
         let start = from + found;
-        let close = match &text[start..start + 2] {
-            "{{" => "}}",
-            "{%" => "%}",
-            _ => "#}",
-        };
-        let Some(length) = text[start + 2..].find(close) else {
+        let Some(length) = tag_length(&text[start..]) else {
             break;
         };
-        let end = start + 2 + length + 2;
-        let words = if close == "%}" {
-            text[start + 2..end - 2].split_whitespace().collect()
+        let end = start + length;
+        let words = if text[start..].starts_with("{%") {
+            text[start + 2..end - 2]
+                .trim_matches('-')
+                .split_whitespace()
+                .collect()
         } else {
             Vec::new()
         };
@@ -289,6 +271,17 @@ fn tags(text: &str) -> Vec<Tag<'_>> {
         from = end;
     }
     out
+}
+
+/// The length of the tag `tail` starts with, up to its closing `}}`, `%}` or `#}`; `None` when
+/// it is not closed.
+fn tag_length(tail: &str) -> Option<usize> {
+    let close = match tail.get(..2)? {
+        "{{" => "}}",
+        "{%" => "%}",
+        _ => "#}",
+    };
+    tail[2..].find(close).map(|length| 2 + length + close.len())
 }
 
 /// Tera's truth of a top-level value: missing, null, false, 0, "" and empty lists are false.
@@ -427,14 +420,7 @@ fn condense(text: &str, context: &mut tera::Context, chunks: &mut usize) -> Stri
         if tail.is_empty() {
             return out;
         }
-        let close = match &tail[..2] {
-            "{{" => "}}",
-            "{%" => "%}",
-            _ => "#}",
-        };
-        let end = tail[2..]
-            .find(close)
-            .map_or(tail.len(), |i| i + 2 + close.len());
+        let end = tag_length(tail).unwrap_or(tail.len());
         out.push_str(&tail[..end]);
         rest = &tail[end..];
     }

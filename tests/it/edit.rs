@@ -189,3 +189,25 @@ fn dry_run_lists_the_changes_and_writes_nothing() {
     );
     assert_same_tree(&before, &ws.snapshot(), "`edit --dry-run`");
 }
+
+#[test]
+fn a_license_init_does_not_write_is_left_alone_and_not_changed() {
+    let ws = project(&[]);
+    let manifest = ws.read("Cargo.toml");
+    ws.write(
+        "Cargo.toml",
+        &manifest.replace("license = \"Apache-2.0\"", "license = \"MIT\""),
+    );
+    refuses(
+        &ws,
+        &["--license", "none"],
+        "the workspace Cargo.toml has `license = \"MIT\"`, which `rsbuilder init` does not write",
+        "change the license in Cargo.toml by hand",
+    );
+    ws.run(&["edit", "--namespaced"]).success();
+    assert!(ws.read("Cargo.toml").contains("license = \"MIT\"\n"));
+    assert!(
+        ws.read("config/manager/manager.yaml")
+            .contains("WATCH_NAMESPACE")
+    );
+}
