@@ -424,46 +424,56 @@ pub fn validate_kind(kind: &str) -> Result<(), UserError> {
     })
 }
 
-/// Checks `--plural`: a DNS-1035 label (it names the resource in URLs and RBAC rules).
-pub fn validate_plural(plural: &str) -> Result<(), UserError> {
-    if is_dns1123_label(plural) && plural.starts_with(|c: char| c.is_ascii_lowercase()) {
+/// Whether `value` is a DNS-1035 label: a DNS-1123 label that starts with a letter.
+fn is_dns1035_label(value: &str) -> bool {
+    is_dns1123_label(value) && value.starts_with(|c: char| c.is_ascii_lowercase())
+}
+
+/// Checks `value`, the value of `--<flag>`, against the DNS-1035 label rule, worded as
+/// `rule`; the help suggests `fixed` when that is one, `otherwise` when not.
+fn validate_dns1035(
+    flag: &str,
+    value: &str,
+    what: &str,
+    rule: &str,
+    fixed: &str,
+    otherwise: &str,
+) -> Result<(), UserError> {
+    if is_dns1035_label(value) {
         return Ok(());
     }
     let error = UserError::new(format!(
-        "invalid plural `{plural}`: must be a lowercase RFC 1035 label (lowercase letters, digits and `-`, starting with a letter, at most 63 characters)"
+        "invalid {what} `{value}`: must be {rule} (lowercase letters, digits and `-`, starting with a letter, at most 63 characters)"
     ));
-    let fixed = plural.to_lowercase().replace(['_', '.'], "-");
-    Err(
-        if fixed != plural
-            && is_dns1123_label(&fixed)
-            && fixed.starts_with(|c: char| c.is_ascii_lowercase())
-        {
-            error.help(format!("pass `--plural {fixed}`"))
-        } else {
-            error.help("leave out --plural to use the kind's plural, or pass one that starts with a letter, such as `--plural apps`")
-        },
+    Err(if fixed != value && is_dns1035_label(fixed) {
+        error.help(format!("pass `--{flag} {fixed}`"))
+    } else {
+        error.help(otherwise)
+    })
+}
+
+/// Checks `--plural`: a DNS-1035 label (it names the resource in URLs and RBAC rules).
+pub fn validate_plural(plural: &str) -> Result<(), UserError> {
+    validate_dns1035(
+        "plural",
+        plural,
+        "plural",
+        "a lowercase RFC 1035 label",
+        &plural.to_lowercase().replace(['_', '.'], "-"),
+        "leave out --plural to use the kind's plural, or pass one that starts with a letter, such as `--plural apps`",
     )
 }
 
 /// Checks `--controller-name`: a DNS-1035 label, as kubebuilder requires, since it names the
 /// controller's module and its field manager.
 pub fn validate_controller_name(name: &str) -> Result<(), UserError> {
-    if is_dns1123_label(name) && name.starts_with(|c: char| c.is_ascii_lowercase()) {
-        return Ok(());
-    }
-    let error = UserError::new(format!(
-        "invalid controller name `{name}`: must be a DNS-1035 label (lowercase letters, digits and `-`, starting with a letter, at most 63 characters)"
-    ));
-    let fixed = heck::ToKebabCase::to_kebab_case(name);
-    Err(
-        if fixed != name
-            && is_dns1123_label(&fixed)
-            && fixed.starts_with(|c: char| c.is_ascii_lowercase())
-        {
-            error.help(format!("pass `--controller-name {fixed}`"))
-        } else {
-            error.help("pass a name such as `--controller-name captain-backup`")
-        },
+    validate_dns1035(
+        "controller-name",
+        name,
+        "controller name",
+        "a DNS-1035 label",
+        &heck::ToKebabCase::to_kebab_case(name),
+        "pass a name such as `--controller-name captain-backup`",
     )
 }
 
