@@ -22,7 +22,7 @@
 //! ```
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
@@ -166,8 +166,9 @@ impl FromStr for BindAddress {
             let port = port
                 .parse::<u16>()
                 .map_err(|_| format!("invalid port in `{value}`"))?;
+            // Every address, IPv6 and IPv4, as Go listens on `:PORT`.
             return Ok(Self::Enabled(SocketAddr::new(
-                IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                IpAddr::V6(Ipv6Addr::UNSPECIFIED),
                 port,
             )));
         }
@@ -187,43 +188,102 @@ impl fmt::Display for BindAddress {
     }
 }
 
-/// Parses a duration as Go's `time.ParseDuration` does: `15s`, `1m30s`, `500ms`, `1.5h`.
+/// Parses a duration as Go's `time.ParseDuration` does: numbers, each with a unit (`ns`, `us`,
+/// `µs`, `μs`, `ms`, `s`, `m`, `h`) and maybe a fraction (`1.5h`, `.5s`, `5.s`), as in `15s`,
+/// `1m30s` or `500ms`, after an optional sign; `0` needs no unit. A negative duration is
+/// refused, since no flag takes one; so is one longer than Go's (about 292 years).
 pub fn parse_duration(value: &str) -> Result<Duration, String> {
     let invalid = || {
         format!(
             "invalid duration `{value}`: expected a number and a unit, as in `15s`, `1m30s` or `500ms`"
         )
     };
-    if value == "0" {
+    let (negative, unsigned) = match value.as_bytes().first() {
+        Some(b'-') => (true, &value[1..]),
+        Some(b'+') => (false, &value[1..]),
+        _ => (false, value),
+    };
+    if unsigned == "0" {
         return Ok(Duration::ZERO);
     }
-    let mut rest = value;
-    let mut total = 0f64;
-    if rest.is_empty() {
+    if unsigned.is_empty() {
         return Err(invalid());
     }
+    let mut rest = unsigned;
+    let mut nanos: u128 = 0;
     while !rest.is_empty() {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(invalid)?;
-        let number: f64 = rest[..number_len].parse().map_err(|_| invalid())?;
-        rest = &rest[number_len..];
+        let whole_len = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let whole = &rest[..whole_len];
+        rest = &rest[whole_len..];
+        let fraction = match rest.strip_prefix('.') {
+            Some(after) => {
+                let fraction_len = after
+                    .find(|c: char| !c.is_ascii_digit())
+                    .unwrap_or(after.len());
+                rest = &after[fraction_len..];
+                &after[..fraction_len]
+            }
+            None => "",
+        };
+        // A number needs a digit, before or after its point.
+        if whole.is_empty() && fraction.is_empty() {
+            return Err(invalid());
+        }
         let unit_len = rest
             .find(|c: char| c.is_ascii_digit() || c == '.')
             .unwrap_or(rest.len());
-        let seconds = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(invalid()),
+        let unit: u128 = match &rest[..unit_len] {
+            "ns" => 1,
+            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            "" => return Err(invalid()),
+            unknown => {
+                return Err(format!(
+                    "invalid duration `{value}`: unknown unit `{unknown}`, expected ns, us, µs, ms, s, m or h"
+                ));
+            }
         };
-        total += number * seconds;
         rest = &rest[unit_len..];
+        nanos = nanos.saturating_add(whole_nanos(whole, unit));
+        nanos = nanos.saturating_add(fraction_nanos(fraction, unit));
     }
-    Duration::try_from_secs_f64(total).map_err(|_| invalid())
+    // Go's durations are nanoseconds in an i64.
+    if nanos > i64::MAX as u128 {
+        return Err(format!(
+            "invalid duration `{value}`: longer than Go's longest duration, 2562047h47m16.854775807s"
+        ));
+    }
+    if negative && nanos > 0 {
+        return Err(format!(
+            "invalid duration `{value}`: a negative duration is not allowed here"
+        ));
+    }
+    Ok(Duration::from_nanos(nanos as u64))
+}
+
+/// The nanoseconds of `digits` (decimal, maybe empty) times `unit` nanoseconds, saturating.
+fn whole_nanos(digits: &str, unit: u128) -> u128 {
+    digits
+        .bytes()
+        .fold(0u128, |number, digit| {
+            number
+                .saturating_mul(10)
+                .saturating_add(u128::from(digit - b'0'))
+        })
+        .saturating_mul(unit)
+}
+
+/// The whole nanoseconds of the fraction `0.digits` times `unit` nanoseconds. Digits past the
+/// 20th cannot add a nanosecond to a unit of at most an hour, and are ignored.
+fn fraction_nanos(digits: &str, unit: u128) -> u128 {
+    let digits = &digits[..digits.len().min(20)];
+    let scale = 10u128.pow(digits.len() as u32);
+    whole_nanos(digits, 1) * unit / scale
 }
 
 #[cfg(test)]
@@ -248,7 +308,7 @@ pub(crate) mod tests {
     fn bind_addresses_parse_like_go_flags() {
         let cases = [
             ("0", Some("disabled")),
-            (":8081", Some("0.0.0.0:8081")),
+            (":8081", Some("[::]:8081")),
             ("127.0.0.1:8080", Some("127.0.0.1:8080")),
             ("[::]:8443", Some("[::]:8443")),
             (":http", None),
@@ -268,30 +328,138 @@ pub(crate) mod tests {
         }
     }
 
+    /// `input` parsed, or its error.
+    fn duration(input: &str) -> Result<Duration, String> {
+        parse_duration(input)
+    }
+
     #[test]
     fn durations_parse_like_go_durations() {
         let cases = [
-            ("15s", Some(Duration::from_secs(15))),
-            ("1m30s", Some(Duration::from_secs(90))),
-            ("500ms", Some(Duration::from_millis(500))),
-            ("1.5h", Some(Duration::from_secs(5400))),
-            ("0", Some(Duration::ZERO)),
-            ("15", None),
-            ("s", None),
-            ("", None),
-            ("-1s", None),
-            ("10 s", None),
+            ("15s", Duration::from_secs(15)),
+            ("1m30s", Duration::from_secs(90)),
+            ("500ms", Duration::from_millis(500)),
+            ("1h2m3s4ms5us6ns", Duration::new(3723, 4_005_006)),
+            ("0", Duration::ZERO),
+            ("0s", Duration::ZERO),
         ];
         for (input, want) in cases {
-            assert_eq!(parse_duration(input).ok(), want, "input {input:?}");
+            assert_eq!(duration(input), Ok(want), "input {input:?}");
         }
+    }
+
+    #[test]
+    fn every_unit_of_go_is_understood() {
+        let cases = [
+            ("7ns", Duration::from_nanos(7)),
+            ("7us", Duration::from_micros(7)),
+            // U+00B5 MICRO SIGN and U+03BC GREEK SMALL LETTER MU, as Go accepts both.
+            ("7\u{b5}s", Duration::from_micros(7)),
+            ("7\u{3bc}s", Duration::from_micros(7)),
+            ("7ms", Duration::from_millis(7)),
+            ("7s", Duration::from_secs(7)),
+            ("7m", Duration::from_secs(7 * 60)),
+            ("7h", Duration::from_secs(7 * 3600)),
+        ];
+        for (input, want) in cases {
+            assert_eq!(duration(input), Ok(want), "input {input:?}");
+        }
+    }
+
+    #[test]
+    fn fractions_are_exact_to_the_nanosecond() {
+        let cases = [
+            ("1.5h", Duration::from_secs(5400)),
+            (".5s", Duration::from_millis(500)),
+            ("5.s", Duration::from_secs(5)),
+            ("1m30.1s", Duration::from_millis(90_100)),
+            ("0.000000001s", Duration::from_nanos(1)),
+            // Go truncates what is below a nanosecond.
+            ("1.9ns", Duration::from_nanos(1)),
+            (
+                "0.1234567891234567891234567s",
+                Duration::from_nanos(123_456_789),
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(duration(input), Ok(want), "input {input:?}");
+        }
+    }
+
+    #[test]
+    fn a_sign_is_allowed_but_a_negative_duration_is_refused() {
+        assert_eq!(duration("+15s"), Ok(Duration::from_secs(15)));
+        assert_eq!(duration("+0"), Ok(Duration::ZERO));
+        // Minus zero is zero, as in Go.
+        assert_eq!(duration("-0"), Ok(Duration::ZERO));
+        assert_eq!(duration("-0s"), Ok(Duration::ZERO));
+        assert_eq!(
+            duration("-1s"),
+            Err("invalid duration `-1s`: a negative duration is not allowed here".to_owned())
+        );
+        assert_eq!(
+            duration("-1.5h"),
+            Err("invalid duration `-1.5h`: a negative duration is not allowed here".to_owned())
+        );
+    }
+
+    #[test]
+    fn malformed_durations_are_refused_with_the_value() {
+        let expected = |input: &str| {
+            format!(
+                "invalid duration `{input}`: expected a number and a unit, as in `15s`, `1m30s` or `500ms`"
+            )
+        };
+        for input in [
+            "", "15", "s", ".", ".s", "+", "-", "+-1s", "1s5", " 1s", "1..5s", "1s.",
+        ] {
+            assert_eq!(duration(input), Err(expected(input)), "input {input:?}");
+        }
+        let unknown = |input: &str, unit: &str| {
+            format!(
+                "invalid duration `{input}`: unknown unit `{unit}`, expected ns, us, µs, ms, s, m or h"
+            )
+        };
+        for (input, unit) in [("1x", "x"), ("1S", "S"), ("10 s", " s"), ("1sec", "sec")] {
+            assert_eq!(
+                duration(input),
+                Err(unknown(input, unit)),
+                "input {input:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn durations_longer_than_gos_are_refused() {
+        assert_eq!(
+            duration("2562047h47m16.854775807s"),
+            Ok(Duration::from_nanos(i64::MAX as u64))
+        );
+        let too_long = "invalid duration `2562047h47m16.854775808s`: longer than Go's longest duration, 2562047h47m16.854775807s";
+        assert_eq!(
+            duration("2562047h47m16.854775808s"),
+            Err(too_long.to_owned())
+        );
+        assert!(duration("99999999999999999999999999999999999999999h").is_err());
+    }
+
+    #[test]
+    fn duration_flags_take_go_durations() {
+        let args = parse(&[
+            "--leader-elect-lease-duration=+1m",
+            "--leader-elect-renew-deadline=.5m",
+            "--leader-elect-retry-period=1500ms",
+        ]);
+        assert_eq!(args.leader_elect_lease_duration, Duration::from_secs(60));
+        assert_eq!(args.leader_elect_renew_deadline, Duration::from_secs(30));
+        assert_eq!(args.leader_elect_retry_period, Duration::from_millis(1500));
     }
 
     #[test]
     fn defaults_match_kubebuilder_and_client_go() {
         let args = parse(&[]);
         assert_eq!(args.metrics_bind_address, BindAddress::Disabled);
-        assert_eq!(args.health_probe_bind_address.to_string(), "0.0.0.0:8081");
+        assert_eq!(args.health_probe_bind_address.to_string(), "[::]:8081");
         assert!(!args.leader_elect);
         assert!(args.metrics_secure);
         assert!(!args.enable_http2);

@@ -307,6 +307,51 @@ pub(crate) mod tests {
             .unwrap();
     }
 
+    /// A poll that finds the same bytes keeps the very certificate it has: the files are
+    /// parsed again only when their bytes change, not at every poll, nor when a file is
+    /// rewritten with the same bytes.
+    #[tokio::test(start_paused = true)]
+    async fn certificates_are_reloaded_only_when_the_bytes_change() {
+        let dir = tempdir();
+        write_certificate(dir.path(), "first");
+        let resolver = CertResolver::new(files(dir.path())).unwrap();
+        let loaded = resolver.current();
+
+        let shutdown = CancellationToken::new();
+        let reloading = tokio::spawn(
+            resolver
+                .clone()
+                .reload_on_change(Duration::from_secs(10), shutdown.clone()),
+        );
+        // The checks below come halfway between polls (at 10, 20, ... s).
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        for poll in 1..=5 {
+            if poll == 3 {
+                // Rewritten, as a Secret update that changes nothing.
+                for file in ["tls.crt", "tls.key"] {
+                    let bytes = std::fs::read(dir.path().join(file)).unwrap();
+                    std::fs::write(dir.path().join(file), bytes).unwrap();
+                }
+            }
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            assert!(
+                Arc::ptr_eq(&resolver.current(), &loaded),
+                "reloaded at poll {poll} with unchanged files"
+            );
+        }
+
+        let second = write_certificate(dir.path(), "second");
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let reloaded = resolver.current();
+        assert!(!Arc::ptr_eq(&reloaded, &loaded));
+        assert_eq!(reloaded.cert[0].as_ref(), second);
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(Arc::ptr_eq(&resolver.current(), &reloaded));
+
+        shutdown.cancel();
+        crate::testing::within(reloading).await.unwrap();
+    }
+
     /// A temporary directory, removed when dropped.
     pub(crate) fn tempdir() -> TempDir {
         let path = std::env::temp_dir().join(format!(

@@ -1,7 +1,9 @@
 //! Liveness and readiness probes, served as `/healthz` and `/readyz`.
 //!
 //! `/healthz` answers 200 while the manager works and 500 once something it runs has failed, so
-//! that the kubelet restarts the pod. `/readyz` answers 200 once every registered check passed
+//! that the kubelet restarts the pod. The probes need no authentication, so `/healthz` withholds
+//! the reason of a failure, as controller-runtime's does: it is logged when the failure is
+//! reported, and [`Health::failure`] returns it. `/readyz` answers 200 once every registered check passed
 //! (each controller registers one that passes when its cache has synced) and 503 before.
 
 use std::collections::BTreeMap;
@@ -11,6 +13,9 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
+
+/// The name of the liveness check in `/healthz` answers.
+const LIVENESS_CHECK: &str = "manager";
 
 /// The shared health state of the manager. Cheap to clone.
 #[derive(Clone, Default)]
@@ -34,18 +39,27 @@ impl Health {
         }
     }
 
-    /// Marks the manager as failed: `/healthz` answers 500 with `reason` from now on.
+    /// Marks the manager as failed: `/healthz` answers 500 from now on. `reason` is logged now,
+    /// and kept for [`Health::failure`]; `/healthz` does not show it.
     pub fn fail(&self, reason: impl Into<String>) {
-        self.lock().failure.get_or_insert(reason.into());
+        let reason = reason.into();
+        tracing::error!(check = LIVENESS_CHECK, %reason, "liveness check failed: /healthz answers 500 from now on");
+        self.lock().failure.get_or_insert(reason);
     }
 
-    /// The `/healthz` answer.
+    /// The reason of the first failure reported with [`Health::fail`], if any.
+    pub fn failure(&self) -> Option<String> {
+        self.lock().failure.clone()
+    }
+
+    /// The `/healthz` answer: `ok`, or controller-runtime's answer to unauthenticated clients,
+    /// without the reason.
     pub fn liveness(&self) -> (StatusCode, String) {
         match &self.lock().failure {
             None => (StatusCode::OK, "ok".to_owned()),
-            Some(reason) => (
+            Some(_) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
-                format!("failed: {reason}"),
+                format!("[-]{LIVENESS_CHECK} failed: reason withheld\nhealthz check failed"),
             ),
         }
     }
@@ -145,17 +159,63 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn live_until_a_failure_is_reported() {
+    async fn live_until_a_failure_is_reported_whose_reason_is_withheld() {
         let health = Health::default();
         assert_eq!(
             get(&health, "/healthz").await,
             (StatusCode::OK, "ok".into())
         );
-        health.fail("controller appotp stopped");
+        assert_eq!(health.failure(), None);
+        health.fail("controller appotp stopped: secret-token-in-error");
         health.fail("a later failure does not hide the first");
         let (status, body) = get(&health, "/healthz").await;
         assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
-        assert_eq!(body, "failed: controller appotp stopped");
+        assert_eq!(
+            body,
+            "[-]manager failed: reason withheld\nhealthz check failed"
+        );
+        assert!(!body.contains("secret"), "{body}");
+        // The manager's own code still has the reason.
+        assert_eq!(
+            health.failure().as_deref(),
+            Some("controller appotp stopped: secret-token-in-error")
+        );
+    }
+
+    /// A writer into a shared buffer, for a test's log subscriber.
+    #[derive(Clone, Default)]
+    struct Logs(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Logs {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failure_is_logged_with_its_reason_when_it_is_reported() {
+        let logs = Logs::default();
+        let writer = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let health = Health::default();
+        tracing::subscriber::with_default(subscriber, || {
+            health.fail("controller appotp stopped");
+        });
+        let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+        assert!(logged.contains("ERROR"), "{logged}");
+        assert!(
+            logged.contains("reason=controller appotp stopped"),
+            "{logged}"
+        );
+        assert!(logged.contains("liveness check failed"), "{logged}");
     }
 
     #[tokio::test]

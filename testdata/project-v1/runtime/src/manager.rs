@@ -10,7 +10,6 @@ use anyhow::{Context as _, anyhow};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use kube::Client;
-use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -218,20 +217,22 @@ impl Manager {
         let mut servers = JoinSet::new();
         let http2 = self.args.enable_http2;
         if let Some(addr) = self.args.health_probe_bind_address.socket_addr() {
-            let listener = TcpListener::bind(addr)
-                .await
+            let listener = server::bind(addr)
                 .with_context(|| format!("failed to bind the health probe address {addr}"))?;
             tracing::info!(%addr, "serving /healthz and /readyz");
             servers.spawn(server::serve(
                 listener,
                 health::router(self.health.clone()),
-                ServeOptions { tls: None, http2 },
+                ServeOptions {
+                    tls: None,
+                    http2,
+                    ..ServeOptions::default()
+                },
                 shutdown.clone(),
             ));
         }
         if let Some(addr) = self.args.metrics_bind_address.socket_addr() {
-            let listener = TcpListener::bind(addr)
-                .await
+            let listener = server::bind(addr)
                 .with_context(|| format!("failed to bind the metrics address {addr}"))?;
             if self.args.metrics_secure {
                 let resolver = CertResolver::new(CertSource::from_flags(
@@ -256,6 +257,7 @@ impl Manager {
                     ServeOptions {
                         tls: Some(tls),
                         http2,
+                        ..ServeOptions::default()
                     },
                     shutdown.clone(),
                 ));
@@ -264,7 +266,11 @@ impl Manager {
                 servers.spawn(server::serve(
                     listener,
                     metrics::router(self.metrics.clone(), None),
-                    ServeOptions { tls: None, http2 },
+                    ServeOptions {
+                        tls: None,
+                        http2,
+                        ..ServeOptions::default()
+                    },
                     shutdown.clone(),
                 ));
             }
@@ -296,9 +302,10 @@ impl Manager {
             "the webhook server has no certificate: pass --webhook-cert-path, or run without webhooks with ENABLE_WEBHOOKS=false",
         )?;
         let tls = resolver.server_config(self.args.enable_http2)?;
-        let addr = std::net::SocketAddr::from(([0, 0, 0, 0], self.args.webhook_port));
-        let listener = TcpListener::bind(addr)
-            .await
+        // Every address, IPv6 and IPv4, as controller-runtime's webhook server listens.
+        let addr =
+            std::net::SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, self.args.webhook_port));
+        let listener = server::bind(addr)
             .with_context(|| format!("failed to bind the webhook port {addr}"))?;
         tokio::spawn(
             resolver
@@ -312,6 +319,7 @@ impl Manager {
             ServeOptions {
                 tls: Some(tls),
                 http2: self.args.enable_http2,
+                ..ServeOptions::default()
             },
             shutdown.clone(),
         ));
@@ -475,28 +483,68 @@ impl Manager {
     }
 }
 
-/// Cancels `token` on SIGTERM (what the kubelet sends) or Ctrl-C.
+/// The exit status of a process told a second time to stop, as controller-runtime's.
+const FORCED_EXIT_STATUS: i32 = 1;
+
+/// Cancels `token` on SIGTERM (what the kubelet sends) or Ctrl-C, and exits the process at once
+/// with status 1 on a second one, as controller-runtime's `SetupSignalHandler` does.
 async fn cancel_on_signal(token: CancellationToken) {
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::warn!("cannot listen for SIGTERM: {error}");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
+    if let Some(status) = on_termination_signals(termination_signals(), &token).await {
+        std::process::exit(status);
     }
-    tracing::info!("shutting down");
+}
+
+/// What termination signals ask for: the first cancels `token`, for a clean shutdown; the
+/// second returns the status that the process must exit with at once. `None` when `signals`
+/// ends before.
+async fn on_termination_signals(
+    signals: impl futures::Stream<Item = &'static str>,
+    token: &CancellationToken,
+) -> Option<i32> {
+    use futures::StreamExt as _;
+    let mut signals = std::pin::pin!(signals);
+    let first = signals.next().await?;
+    tracing::info!(
+        signal = first,
+        "shutting down; a second signal exits at once"
+    );
     token.cancel();
+    let second = signals.next().await?;
+    tracing::error!(
+        signal = second,
+        "a second termination signal: exiting at once with status {FORCED_EXIT_STATUS}"
+    );
+    Some(FORCED_EXIT_STATUS)
+}
+
+/// SIGTERM and SIGINT (Ctrl-C), by name, as they come; Ctrl-C alone where there are no Unix
+/// signals.
+fn termination_signals() -> futures::stream::BoxStream<'static, &'static str> {
+    use futures::StreamExt as _;
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let listen = |kind: SignalKind, name: &'static str| match signal(kind) {
+            Ok(signal) => futures::stream::unfold(signal, move |mut signal| async move {
+                signal.recv().await.map(|()| (name, signal))
+            })
+            .boxed(),
+            Err(error) => {
+                tracing::warn!("cannot listen for {name}: {error}");
+                futures::stream::pending().boxed()
+            }
+        };
+        futures::stream::select(
+            listen(SignalKind::terminate(), "SIGTERM"),
+            listen(SignalKind::interrupt(), "SIGINT"),
+        )
+        .boxed()
+    }
+    #[cfg(not(unix))]
+    futures::stream::unfold((), |()| async {
+        tokio::signal::ctrl_c().await.ok().map(|()| ("Ctrl-C", ()))
+    })
+    .boxed()
 }
 
 #[cfg(test)]
@@ -524,6 +572,58 @@ mod tests {
 
     fn manager() -> Manager {
         manager_with(&[]).0
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_first_signal_shuts_down_and_the_second_exits_with_status_1() {
+        let (signals, received) = futures::channel::mpsc::unbounded();
+        let token = CancellationToken::new();
+        let handling = {
+            let token = token.clone();
+            tokio::spawn(async move { on_termination_signals(received, &token).await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!token.is_cancelled(), "nothing before a signal");
+
+        signals.unbounded_send("SIGTERM").unwrap();
+        crate::testing::within(token.cancelled()).await;
+        tokio::task::yield_now().await;
+        assert!(!handling.is_finished(), "a first signal does not exit");
+
+        signals.unbounded_send("SIGINT").unwrap();
+        assert_eq!(
+            crate::testing::within(handling).await.unwrap(),
+            Some(FORCED_EXIT_STATUS)
+        );
+        assert_eq!(FORCED_EXIT_STATUS, 1, "controller-runtime's status");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn signals_that_end_ask_for_no_exit() {
+        let token = CancellationToken::new();
+        let once = futures::stream::iter(["SIGTERM"]);
+        assert_eq!(
+            crate::testing::within(on_termination_signals(once, &token)).await,
+            None
+        );
+        assert!(token.is_cancelled());
+    }
+
+    /// SIGTERM and SIGINT sent to this process come out of `termination_signals`; once it
+    /// listens, they no longer kill the process.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn sigterm_and_sigint_are_termination_signals() {
+        use futures::StreamExt as _;
+        let mut signals = termination_signals();
+        for (flag, name) in [("-TERM", "SIGTERM"), ("-INT", "SIGINT")] {
+            let status = std::process::Command::new("kill")
+                .args([flag, &std::process::id().to_string()])
+                .status()
+                .unwrap();
+            assert!(status.success());
+            assert_eq!(crate::testing::within(signals.next()).await, Some(name));
+        }
     }
 
     #[tokio::test]
@@ -634,8 +734,8 @@ mod tests {
     #[tokio::test]
     async fn bad_leader_election_timings_are_refused_before_anything_starts() {
         let (manager, _) = manager_with(&["--leader-elect", "--leader-elect-renew-deadline=20s"]);
-        let error = manager
-            .run_until(Vec::new(), CancellationToken::new())
+        // Bounded: a manager that skipped the check would wait for the Lease for ever.
+        let error = crate::testing::within(manager.run_until(Vec::new(), CancellationToken::new()))
             .await
             .unwrap_err();
         assert_eq!(
@@ -644,16 +744,19 @@ mod tests {
         );
     }
 
-    /// Answers every further API request with a 500, as an API server that fails renewals.
+    /// Answers further API requests with a 500, as an API server that fails renewals; at most
+    /// 100 of them, so that a leader that retried without pause fails the test, not hangs it.
     fn fail_every_request(
         mut server: crate::leader::tests::ApiServer,
     ) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
-            while let Ok(Some((_, send))) =
-                tokio::time::timeout(Duration::from_secs(60), server.next_request()).await
-            {
-                respond(send, 500, &failure(500));
+            for _ in 0..100 {
+                match tokio::time::timeout(Duration::from_secs(60), server.next_request()).await {
+                    Ok(Some((_, send))) => respond(send, 500, &failure(500)),
+                    _ => return,
+                }
             }
+            panic!("the leader sent more than 100 requests: it retries without pause");
         })
     }
 
@@ -688,12 +791,14 @@ mod tests {
         assert!(metrics.encode().contains("leader_election_master_status 1"));
 
         // The API server fails every renewal from now on.
-        let failing = fail_every_request(server);
-        let error = tokio::time::timeout(Duration::from_secs(60), run)
-            .await
-            .expect("the manager stops")
-            .unwrap()
-            .unwrap_err();
+        let mut failing = fail_every_request(server);
+        // The stub fails only when the leader retried without pause.
+        let error = tokio::select! {
+            run = tokio::time::timeout(Duration::from_secs(60), run) => {
+                run.expect("the manager stops").unwrap().unwrap_err()
+            }
+            Err(stub) = &mut failing => panic!("the API server stub failed: {stub:?}"),
+        };
         assert_eq!(
             error.to_string(),
             "lost the leader election Lease operators/my-operator: it was not renewed within 10s"
@@ -723,12 +828,14 @@ mod tests {
         let run = tokio::spawn(manager.run_until(vec![stubborn], CancellationToken::new()));
         grant(&mut server).await;
         let acquired = Instant::now();
-        let failing = fail_every_request(server);
-        let error = tokio::time::timeout(Duration::from_secs(60), run)
-            .await
-            .expect("the manager stops")
-            .unwrap()
-            .unwrap_err();
+        let mut failing = fail_every_request(server);
+        // The stub fails only when the leader retried without pause.
+        let error = tokio::select! {
+            run = tokio::time::timeout(Duration::from_secs(60), run) => {
+                run.expect("the manager stops").unwrap().unwrap_err()
+            }
+            Err(stub) = &mut failing => panic!("the API server stub failed: {stub:?}"),
+        };
         assert_eq!(
             error.to_string(),
             "lost the leader election Lease operators/my-operator: it was not renewed within 10s"
@@ -826,6 +933,10 @@ mod tests {
                     .unwrap_or_default();
             if method == Method::GET {
                 renewals += 1;
+                assert!(
+                    renewals <= 2,
+                    "more than two renewals in 5 s: the leader renews without pause"
+                );
                 respond(
                     send,
                     200,

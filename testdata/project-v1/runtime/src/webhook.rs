@@ -9,28 +9,48 @@
 //! - a [`Conversion`] converts a kind between its versions through its hub (storage) version,
 //!   on `/convert`.
 //!
-//! A body that is not a review is answered with `400 Bad Request` and the reason; a body over
-//! [`MAX_BODY_BYTES`] with `413`; a handler that takes longer than the timeout with `503`.
+//! A body that is not a review is answered with `400 Bad Request` and the reason; a body that is
+//! not `application/json` with `415`; a body over [`MAX_BODY_BYTES`] with `413`; a handler that
+//! takes longer than the timeout with `503`; a handler that panics with a review that denies the
+//! request with code 500, as controller-runtime recovers panics.
+//!
+//! # Memory
+//! The webhook port takes any client, so what one request may cost is bounded:
+//! - the objects of a review are read from its raw bytes straight into the handler's type, with
+//!   no generic JSON tree between (a tree of a numeric array costs 16 bytes per byte of JSON);
+//! - the defaulting patch is computed from the raw object and the defaulted object as JSON text,
+//!   parsing only the parts that differ ([`patch`]);
+//! - the bodies of the reviews in flight are bounded together (default
+//!   [`DEFAULT_MAX_IN_FLIGHT_BYTES`]); a review past the bound is answered `429 Too Many
+//!   Requests` at once, before its body is read, and the API server retries it.
 //!
 //! [`Manager`]: crate::Manager
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
-use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
+use futures::FutureExt as _;
+use http_body_util::BodyExt as _;
+use kube::core::admission::{AdmissionResponse, AdmissionReview, Operation};
+use kube::core::conversion::ConversionReview;
 use kube::core::{DynamicObject, Resource, Status};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use tokio::sync::Semaphore;
+
+mod patch;
 
 /// The port webhooks are served on unless `--webhook-port` says otherwise.
 pub const DEFAULT_PORT: u16 = 9443;
@@ -42,6 +62,12 @@ pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
 /// How long a review may take, its body read included: the longest `timeoutSeconds` the API
 /// server allows, after which nobody waits for the answer.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How many bytes of review bodies may be in flight at once, unless
+/// [`Webhooks::max_in_flight_bytes`] says otherwise: one review of the largest size and half as
+/// much again. A review costs about its body once more, plus its typed object (`tests/memory.rs`
+/// measures 6× its body at worst, for a large `Vec<i64>` of small numbers), so the webhook
+/// server stays within about 70 MiB, inside the scaffolded container's 128 MiB limit.
+pub const DEFAULT_MAX_IN_FLIGHT_BYTES: usize = MAX_BODY_BYTES + MAX_BODY_BYTES / 2;
 
 /// Warnings for the client, which `kubectl` prints as `Warning: ...`.
 pub type Warnings = Vec<String>;
@@ -108,7 +134,8 @@ pub trait Validator<K>: Send + Sync + 'static {
     fn validate_delete(&self, object: &K) -> impl Future<Output = Verdict> + Send;
 }
 
-type Convert = Arc<dyn Fn(serde_json::Value) -> anyhow::Result<serde_json::Value> + Send + Sync>;
+/// One step of a conversion: an object's JSON in, the converted object's JSON out.
+type Convert = Arc<dyn Fn(&RawValue) -> anyhow::Result<Box<RawValue>> + Send + Sync>;
 
 /// The versions of one kind and how each converts to and from its hub, the storage version.
 pub struct Conversion {
@@ -175,13 +202,13 @@ impl Conversion {
             self.kind,
             self.hub
         );
-        let to_hub: Convert = Arc::new(move |value| {
-            let spoke: S = serde_json::from_value(value)?;
-            Ok(serde_json::to_value(to_hub(spoke)?)?)
+        let to_hub: Convert = Arc::new(move |object| {
+            let spoke: S = serde_json::from_str(object.get())?;
+            Ok(serde_json::value::to_raw_value(&to_hub(spoke)?)?)
         });
-        let from_hub: Convert = Arc::new(move |value| {
-            let hub: H = serde_json::from_value(value)?;
-            Ok(serde_json::to_value(from_hub(hub)?)?)
+        let from_hub: Convert = Arc::new(move |object| {
+            let hub: H = serde_json::from_str(object.get())?;
+            Ok(serde_json::value::to_raw_value(&from_hub(hub)?)?)
         });
         self.spokes
             .insert(S::version(&()).into_owned(), (to_hub, from_hub));
@@ -189,14 +216,9 @@ impl Conversion {
     }
 
     /// Converts `object`, of version `from`, to version `to`.
-    fn convert(
-        &self,
-        object: serde_json::Value,
-        from: &str,
-        to: &str,
-    ) -> anyhow::Result<serde_json::Value> {
+    fn convert(&self, object: &RawValue, from: &str, to: &str) -> anyhow::Result<Box<RawValue>> {
         if from == to {
-            return Ok(object);
+            return Ok(object.to_owned());
         }
         let step = |version: &str| {
             self.spokes.get(version).ok_or_else(|| {
@@ -208,14 +230,14 @@ impl Conversion {
             })
         };
         let hub = if from == self.hub {
-            object
+            Cow::Borrowed(object)
         } else {
-            (step(from)?.0)(object)?
+            Cow::Owned((step(from)?.0)(object)?)
         };
         if to == self.hub {
-            Ok(hub)
+            Ok(hub.into_owned())
         } else {
-            (step(to)?.1)(hub)
+            (step(to)?.1)(&hub)
         }
     }
 
@@ -272,6 +294,7 @@ pub struct Webhooks {
     handlers: BTreeMap<String, Handler>,
     conversions: BTreeMap<(String, String), Arc<Conversion>>,
     timeout: Duration,
+    max_in_flight_bytes: usize,
 }
 
 impl Default for Webhooks {
@@ -280,6 +303,7 @@ impl Default for Webhooks {
             handlers: BTreeMap::new(),
             conversions: BTreeMap::new(),
             timeout: DEFAULT_TIMEOUT,
+            max_in_flight_bytes: DEFAULT_MAX_IN_FLIGHT_BYTES,
         }
     }
 }
@@ -289,6 +313,7 @@ impl fmt::Debug for Webhooks {
         f.debug_struct("Webhooks")
             .field("paths", &self.paths())
             .field("timeout", &self.timeout)
+            .field("max_in_flight_bytes", &self.max_in_flight_bytes)
             .finish()
     }
 }
@@ -320,7 +345,16 @@ impl Webhooks {
         self
     }
 
-    /// Serves the mutating webhook of kind `K` at `path`.
+    /// How many bytes of review bodies may be in flight at once, on every path together
+    /// (default [`DEFAULT_MAX_IN_FLIGHT_BYTES`], at least [`MAX_BODY_BYTES`]). A review that
+    /// would go past it is answered `429 Too Many Requests` before its body is read.
+    pub fn max_in_flight_bytes(&mut self, bytes: usize) -> &mut Self {
+        self.max_in_flight_bytes = bytes.max(MAX_BODY_BYTES);
+        self
+    }
+
+    /// Serves the mutating webhook of kind `K` at `path`. Deletions and connections are
+    /// admitted without calling the defaulter: there is nothing to default.
     ///
     /// # Panics
     /// When `path` is taken.
@@ -335,14 +369,29 @@ impl Webhooks {
             Arc::new(move |body| {
                 let defaulter = defaulter.clone();
                 Box::pin(async move {
-                    admit::<K, _, _>(body, move |request| async move {
-                        let mut object = request.object.ok_or_else(|| {
+                    admit(body, move |request: Objects| async move {
+                        if matches!(request.operation, Operation::Delete | Operation::Connect) {
+                            return Ok((Vec::new(), Vec::new()));
+                        }
+                        let raw = request.object.as_ref().map(raw_json).ok_or_else(|| {
                             Denied::invalid("the review has no object to default")
                         })?;
-                        let before = to_value(&object)?;
+                        let mut object: K = read(raw)?;
                         defaulter.default(&mut object).await?;
-                        let after = to_value(&object)?;
-                        Ok((Vec::new(), json_patch::diff(&before, &after)))
+                        let after = serde_json::value::to_raw_value(&object).map_err(|error| {
+                            Denied::invalid(format!("cannot serialize the object: {error}"))
+                        })?;
+                        drop(object);
+                        let ops = patch::diff(raw, &after, || {
+                            serde_json::value::to_raw_value(
+                                &read::<K>(raw)
+                                    .map_err(|denied| serde::ser::Error::custom(denied.message))?,
+                            )
+                        })
+                        .map_err(|error| {
+                            Denied::invalid(format!("cannot compute the patch: {error}"))
+                        })?;
+                        Ok((Vec::new(), ops))
                     })
                     .await
                 })
@@ -365,38 +414,29 @@ impl Webhooks {
             Arc::new(move |body| {
                 let validator = validator.clone();
                 Box::pin(async move {
-                    admit::<K, _, _>(body, move |request| async move {
+                    admit(body, move |request: Objects| async move {
+                        let operation = request.operation.clone();
                         let missing = |which: &str| {
-                            Denied::invalid(format!(
-                                "the {:?} review has no {which}",
-                                request.operation
-                            ))
+                            Denied::invalid(format!("the {operation:?} review has no {which}"))
+                        };
+                        let object = || -> Result<K, Denied> {
+                            let raw = request.object.as_ref().map(raw_json);
+                            read(raw.ok_or_else(|| missing("object"))?)
+                        };
+                        let old_object = || -> Result<K, Denied> {
+                            let raw = request.old_object.as_ref().map(raw_json);
+                            read(raw.ok_or_else(|| missing("oldObject"))?)
                         };
                         let warnings = match request.operation {
-                            Operation::Create => {
-                                let object =
-                                    request.object.as_ref().ok_or_else(|| missing("object"))?;
-                                validator.validate_create(object).await?
-                            }
+                            Operation::Create => validator.validate_create(&object()?).await?,
                             Operation::Update => {
-                                let new =
-                                    request.object.as_ref().ok_or_else(|| missing("object"))?;
-                                let old = request
-                                    .old_object
-                                    .as_ref()
-                                    .ok_or_else(|| missing("oldObject"))?;
-                                validator.validate_update(old, new).await?
+                                let (new, old) = (object()?, old_object()?);
+                                validator.validate_update(&old, &new).await?
                             }
-                            Operation::Delete => {
-                                let old = request
-                                    .old_object
-                                    .as_ref()
-                                    .ok_or_else(|| missing("oldObject"))?;
-                                validator.validate_delete(old).await?
-                            }
+                            Operation::Delete => validator.validate_delete(&old_object()?).await?,
                             Operation::Connect => Vec::new(),
                         };
-                        Ok((warnings, json_patch::Patch(Vec::new())))
+                        Ok((warnings, Vec::new()))
                     })
                     .await
                 })
@@ -432,32 +472,44 @@ impl Webhooks {
         self
     }
 
-    /// The HTTP routes: `POST` on every path, with the body limit and the timeout.
+    /// The HTTP routes: `POST` on every path, with the body limits and the timeout. The
+    /// bound on bytes in flight is shared by the routes of one router.
     pub fn router(&self) -> Router {
+        let limits = Limits {
+            timeout: self.timeout,
+            in_flight: Arc::new(Semaphore::new(self.max_in_flight_bytes)),
+        };
         let mut router = Router::new();
         for (path, handler) in &self.handlers {
-            router = router.route(path, post(serve(handler.clone(), self.timeout)));
+            router = router.route(path, post(serve(handler.clone(), limits.clone())));
         }
         if !self.conversions.is_empty() {
             let conversions = Arc::new(self.conversions.clone());
             let handler: Handler = Arc::new(move |body| {
                 let conversions = conversions.clone();
-                Box::pin(async move { convert(&conversions, &body) })
+                Box::pin(async move { convert(&conversions, body) })
             });
-            router = router.route(CONVERT_PATH, post(serve(handler, self.timeout)));
+            router = router.route(CONVERT_PATH, post(serve(handler, limits)));
         }
         router
     }
 
     /// Posts `body` to `path` through the router, as the API server would, minus TLS: for tests.
     pub async fn call(&self, path: &str, body: impl Into<Bytes>) -> Response<Bytes> {
-        use tower::ServiceExt as _;
+        let body = body.into();
         let request = axum::http::Request::post(path)
             .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(body.into()))
+            .header(header::CONTENT_LENGTH, body.len())
+            .body(Body::from(body))
             .expect("a valid request");
-        let response = self
-            .router()
+        Self::send(self.router(), request).await
+    }
+
+    /// Sends `request` through `router` and reads the whole answer: for tests that set their
+    /// own headers, or share one router (and its bound on bytes in flight) between requests.
+    pub async fn send(router: Router, request: axum::http::Request<Body>) -> Response<Bytes> {
+        use tower::ServiceExt as _;
+        let response = router
             .oneshot(request)
             .await
             .expect("the router is infallible");
@@ -560,11 +612,19 @@ pub struct Admission {
 impl Admission {
     /// `object` with the patch applied, as the API server would store it.
     pub fn apply<K: Serialize + DeserializeOwned>(&self, object: &K) -> anyhow::Result<K> {
-        let mut value = serde_json::to_value(object)?;
-        if let Some(patch) = &self.patch {
-            json_patch::patch(&mut value, patch)?;
-        }
+        let value = self.apply_json(&serde_json::to_value(object)?)?;
         Ok(serde_json::from_value(value)?)
+    }
+
+    /// The JSON `object` with the patch applied, as the API server would store it; fails, as
+    /// the API server would refuse it, when the patch does not apply to `object`.
+    pub fn apply_json(&self, object: &serde_json::Value) -> anyhow::Result<serde_json::Value> {
+        let mut value = object.clone();
+        if let Some(patch) = &self.patch {
+            json_patch::patch(&mut value, patch)
+                .map_err(|error| anyhow::anyhow!("the patch {patch} does not apply: {error}"))?;
+        }
+        Ok(value)
     }
 }
 
@@ -588,6 +648,19 @@ pub mod review {
     /// The review of deleting `object`.
     pub fn delete<K: Resource<DynamicType = ()> + Serialize>(object: &K) -> serde_json::Value {
         build::<K>("DELETE", None, Some(object))
+    }
+
+    /// The review of creating the JSON `object` of kind `K`, as a client sent it: with the
+    /// fields it left out, its `null`s and the fields the Rust type does not know. A
+    /// defaulting patch must apply to exactly this object ([`Admission::apply_json`]).
+    pub fn create_json<K: Resource<DynamicType = ()> + Serialize>(
+        object: serde_json::Value,
+    ) -> serde_json::Value {
+        let mut review = build::<K>("CREATE", None::<&K>, None);
+        review["request"]["name"] = object["metadata"]["name"].clone();
+        review["request"]["namespace"] = object["metadata"]["namespace"].clone();
+        review["request"]["object"] = object;
+        review
     }
 
     fn build<K: Resource<DynamicType = ()> + Serialize>(
@@ -627,51 +700,142 @@ pub mod review {
     }
 }
 
-fn to_value<K: Serialize>(object: &K) -> Result<serde_json::Value, Denied> {
-    serde_json::to_value(object)
-        .map_err(|error| Denied::invalid(format!("cannot serialize the object: {error}")))
+/// What bounds the requests of one router: the time of each, and the bytes of all in flight.
+#[derive(Clone)]
+struct Limits {
+    timeout: Duration,
+    /// One permit per byte of body in flight.
+    in_flight: Arc<Semaphore>,
 }
 
-/// An axum handler that reads at most [`MAX_BODY_BYTES`] and answers within `timeout`.
+/// An axum handler that checks the content type, reserves the body's size within the bound on
+/// bytes in flight, reads at most [`MAX_BODY_BYTES`], and answers within the timeout.
 fn serve(
     handler: Handler,
-    timeout: Duration,
+    limits: Limits,
 ) -> impl Fn(Request) -> futures::future::BoxFuture<'static, Response> + Clone + Send + Sync + 'static
 {
     move |request: Request| {
         let handler = handler.clone();
+        let limits = limits.clone();
         Box::pin(async move {
+            if let Err(message) = json_content(request.headers()) {
+                tracing::debug!("refused a webhook request: {message}");
+                return (StatusCode::UNSUPPORTED_MEDIA_TYPE, message).into_response();
+            }
+            let declared = match content_length(request.headers()) {
+                Ok(declared) => declared,
+                Err(BodyError::TooLarge) => return too_large(),
+                Err(BodyError::Invalid(message)) => return bad_request(message),
+                Err(BodyError::Read(error)) => return bad_request(error.to_string()),
+            };
+            // The API server always sends a Content-Length; a body without one reserves the
+            // most it may grow to.
+            let reserve = declared.unwrap_or(MAX_BODY_BYTES).max(1);
+            let Ok(_reserved) = limits
+                .in_flight
+                .clone()
+                .try_acquire_many_owned(u32::try_from(reserve).unwrap_or(u32::MAX))
+            else {
+                tracing::warn!(
+                    bytes = reserve,
+                    "refused a webhook request: too many bytes of reviews in flight"
+                );
+                return (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    [(header::RETRY_AFTER, "1")],
+                    "too many reviews are in flight; retry later",
+                )
+                    .into_response();
+            };
             let work = async {
-                match axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES).await {
+                match read_body(request.into_body(), reserve).await {
                     Ok(body) => handler(body).await,
-                    Err(error) => {
-                        let too_large = std::error::Error::source(&error)
-                            .is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
-                        if too_large {
-                            (
-                                StatusCode::PAYLOAD_TOO_LARGE,
-                                format!("the review is larger than {MAX_BODY_BYTES} bytes"),
-                            )
-                                .into_response()
-                        } else {
-                            bad_request(format!("failed to read the review: {error}"))
-                        }
+                    Err(BodyError::TooLarge) => too_large(),
+                    Err(BodyError::Invalid(message)) => bad_request(message),
+                    Err(BodyError::Read(error)) => {
+                        bad_request(format!("failed to read the review: {error}"))
                     }
                 }
             };
-            match tokio::time::timeout(timeout, work).await {
+            match tokio::time::timeout(limits.timeout, work).await {
                 Ok(response) => response,
                 Err(_) => {
-                    tracing::warn!("a webhook request took longer than {timeout:?}");
+                    tracing::warn!("a webhook request took longer than {:?}", limits.timeout);
                     (
                         StatusCode::SERVICE_UNAVAILABLE,
-                        format!("the webhook did not answer within {timeout:?}"),
+                        format!("the webhook did not answer within {:?}", limits.timeout),
                     )
                         .into_response()
                 }
             }
         })
     }
+}
+
+/// `Ok` when the request's body is JSON, as the API server sends reviews; else what is wrong.
+fn json_content(headers: &HeaderMap) -> Result<(), String> {
+    let value = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    let media_type = value.split(';').next().unwrap_or_default().trim();
+    if media_type.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        Err(format!(
+            "the review must be application/json, not {value:?}"
+        ))
+    }
+}
+
+/// The declared body size, over [`MAX_BODY_BYTES`] or unreadable.
+fn content_length(headers: &HeaderMap) -> Result<Option<usize>, BodyError> {
+    let Some(value) = headers.get(header::CONTENT_LENGTH) else {
+        return Ok(None);
+    };
+    let length = value
+        .to_str()
+        .ok()
+        .and_then(|value| value.trim().parse::<u64>().ok())
+        .ok_or_else(|| BodyError::Invalid(format!("invalid Content-Length {value:?}")))?;
+    match usize::try_from(length) {
+        Ok(length) if length <= MAX_BODY_BYTES => Ok(Some(length)),
+        _ => Err(BodyError::TooLarge),
+    }
+}
+
+fn too_large() -> Response {
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("the review is larger than {MAX_BODY_BYTES} bytes"),
+    )
+        .into_response()
+}
+
+/// Why a body is not read.
+enum BodyError {
+    /// Over [`MAX_BODY_BYTES`].
+    TooLarge,
+    /// A `Content-Length` that is not a number.
+    Invalid(String),
+    /// The connection failed.
+    Read(axum::Error),
+}
+
+/// The whole body, in one buffer of the declared size: no chunk list to join, so no second copy.
+async fn read_body(mut body: Body, capacity: usize) -> Result<Bytes, BodyError> {
+    let mut buffer = Vec::with_capacity(capacity.min(MAX_BODY_BYTES));
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(BodyError::Read)?;
+        if let Ok(data) = frame.into_data() {
+            if buffer.len() + data.len() > MAX_BODY_BYTES {
+                return Err(BodyError::TooLarge);
+            }
+            buffer.extend_from_slice(&data);
+        }
+    }
+    Ok(Bytes::from(buffer))
 }
 
 fn bad_request(message: String) -> Response {
@@ -690,34 +854,83 @@ fn json(value: &impl Serialize) -> Response {
     }
 }
 
-/// Reads an AdmissionReview, types its objects as `K`, runs `handle`, and answers.
-async fn admit<K, F, Fut>(body: Bytes, handle: F) -> Response
+/// The text of a panic's payload.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message")
+}
+
+/// An AdmissionReview as the server reads it: the objects stay raw JSON, borrowed from the
+/// body, until a handler reads them into its type.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawAdmissionReview<'a> {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(borrow)]
+    request: Option<RawAdmissionRequest<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawAdmissionRequest<'a> {
+    uid: String,
+    operation: Operation,
+    #[serde(borrow, default)]
+    object: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    old_object: Option<&'a RawValue>,
+}
+
+/// What a handler gets of a review: the operation, and the objects as raw JSON, each a slice of
+/// the body (not a copy).
+struct Objects {
+    operation: Operation,
+    object: Option<Bytes>,
+    old_object: Option<Bytes>,
+}
+
+/// The JSON of an object of [`Objects`]: checked as JSON when the review was read.
+fn raw_json(object: &Bytes) -> &RawValue {
+    serde_json::from_slice(object).expect("an object of a review that was read is JSON")
+}
+
+/// `raw` read as a `K`, or a denial that names the kind and what does not fit.
+fn read<K: Resource<DynamicType = ()> + DeserializeOwned>(raw: &RawValue) -> Result<K, Denied> {
+    serde_json::from_str(raw.get())
+        .map_err(|error| Denied::invalid(format!("cannot read the {}: {error}", K::kind(&()))))
+}
+
+/// What a handler decides: warnings and the patch's operations, or a denial.
+type Decision = Result<(Warnings, Vec<json_patch::PatchOperation>), Denied>;
+
+/// Reads an AdmissionReview, runs `handle` on its objects, and answers.
+async fn admit<F, Fut>(body: Bytes, handle: F) -> Response
 where
-    K: Resource<DynamicType = ()> + DeserializeOwned,
-    F: FnOnce(AdmissionRequest<K>) -> Fut,
-    Fut: Future<Output = Result<(Warnings, json_patch::Patch), Denied>>,
+    F: FnOnce(Objects) -> Fut,
+    Fut: Future<Output = Decision>,
 {
-    let review: AdmissionReview<DynamicObject> = match serde_json::from_slice(&body) {
-        Ok(review) => review,
-        Err(error) => return bad_request(format!("malformed AdmissionReview: {error}")),
+    let (api_version, uid, objects) = match read_review(&body) {
+        Ok(read) => read,
+        Err(message) => return bad_request(format!("malformed AdmissionReview: {message}")),
     };
-    let request: AdmissionRequest<DynamicObject> = match review.try_into() {
-        Ok(request) => request,
-        Err(error) => return bad_request(format!("malformed AdmissionReview: {error}")),
-    };
-    let response = AdmissionResponse::from(&request);
-    let kind = K::kind(&());
-    let typed = typed::<K>(request);
-    let outcome = match typed {
-        Ok(request) => handle(request).await,
-        Err(error) => Err(Denied::invalid(format!("cannot read the {kind}: {error}"))),
-    };
+    let mut response = AdmissionResponse::invalid("");
+    response.types.api_version = api_version;
+    response.uid = uid;
+    response.allowed = true;
+    response.result = Status::success();
+    let outcome = AssertUnwindSafe(handle(objects)).catch_unwind().await;
     let response = match outcome {
-        Ok((warnings, patch)) => {
-            let mut response = if patch.0.is_empty() {
+        Ok(Ok((warnings, ops))) => {
+            let mut response = if ops.is_empty() {
                 response
             } else {
-                match response.with_patch(patch) {
+                match response.with_patch(json_patch::Patch(ops)) {
                     Ok(response) => response,
                     Err(error) => {
                         return json(
@@ -732,98 +945,170 @@ where
             }
             response
         }
-        Err(denied) => {
+        Ok(Err(denied)) => {
             let mut response = response.deny(&denied.message);
             response.result.reason = denied.reason;
             response.result.code = denied.code;
+            response
+        }
+        Err(panic) => {
+            let message = panic_message(&*panic);
+            tracing::error!(uid = %response.uid, "a webhook handler panicked: {message}");
+            let mut response = response.deny(format!("the webhook panicked: {message}"));
+            response.result.reason = "InternalError".into();
+            response.result.code = 500;
             response
         }
     };
     json(&response.into_review())
 }
 
-/// The request with its objects read as `K`.
-fn typed<K: Resource<DynamicType = ()> + DeserializeOwned>(
-    request: AdmissionRequest<DynamicObject>,
-) -> Result<AdmissionRequest<K>, serde_json::Error> {
-    let retype = |object: Option<DynamicObject>| -> Result<Option<K>, serde_json::Error> {
-        object
-            .map(|o| serde_json::to_value(o).and_then(serde_json::from_value))
-            .transpose()
-    };
-    let AdmissionRequest {
-        types,
-        uid,
-        kind,
-        resource,
-        sub_resource,
-        request_kind,
-        request_resource,
-        request_sub_resource,
-        name,
-        namespace,
-        operation,
-        user_info,
-        object,
-        old_object,
-        dry_run,
-        options,
-        ..
-    } = request;
-    Ok(AdmissionRequest {
-        types,
-        uid,
-        kind,
-        resource,
-        sub_resource,
-        request_kind,
-        request_resource,
-        request_sub_resource,
-        name,
-        namespace,
-        operation,
-        user_info,
-        object: retype(object)?,
-        old_object: retype(old_object)?,
-        dry_run,
-        options,
-    })
+/// The apiVersion, the uid and the objects of an AdmissionReview, or why it is not one.
+fn read_review(body: &Bytes) -> Result<(String, String, Objects), String> {
+    let review: RawAdmissionReview<'_> =
+        serde_json::from_slice(body).map_err(|error| error.to_string())?;
+    if review.kind != "AdmissionReview"
+        || !matches!(
+            review.api_version.as_str(),
+            "admission.k8s.io/v1" | "admission.k8s.io/v1beta1"
+        )
+    {
+        return Err(format!(
+            "expected kind AdmissionReview of admission.k8s.io/v1, got kind `{}` of `{}`",
+            review.kind, review.api_version
+        ));
+    }
+    let request = review
+        .request
+        .ok_or_else(|| "the review has no request".to_owned())?;
+    Ok((
+        review.api_version,
+        request.uid,
+        Objects {
+            operation: request.operation,
+            object: request
+                .object
+                .map(|object| body.slice_ref(object.get().as_bytes())),
+            old_object: request
+                .old_object
+                .map(|object| body.slice_ref(object.get().as_bytes())),
+        },
+    ))
+}
+
+/// A ConversionReview as the server reads it: each object stays raw JSON, borrowed from the body.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawConversionReview<'a> {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(borrow)]
+    request: Option<RawConversionRequest<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawConversionRequest<'a> {
+    uid: String,
+    #[serde(rename = "desiredAPIVersion")]
+    desired_api_version: String,
+    #[serde(borrow, default)]
+    objects: Vec<&'a RawValue>,
+}
+
+/// The answer to a ConversionReview, with the converted objects as JSON text.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConversionAnswer {
+    api_version: String,
+    kind: &'static str,
+    response: ConversionOutcome,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConversionOutcome {
+    uid: String,
+    result: Status,
+    converted_objects: Vec<Box<RawValue>>,
+}
+
+/// The type of an object, read without reading the rest.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TypeOf<'a> {
+    #[serde(borrow, default)]
+    api_version: Cow<'a, str>,
+    #[serde(borrow, default)]
+    kind: Cow<'a, str>,
 }
 
 /// Answers a ConversionReview.
-fn convert(conversions: &BTreeMap<(String, String), Arc<Conversion>>, body: &[u8]) -> Response {
-    let review: ConversionReview = match serde_json::from_slice(body) {
+fn convert(conversions: &BTreeMap<(String, String), Arc<Conversion>>, body: Bytes) -> Response {
+    let review: RawConversionReview<'_> = match serde_json::from_slice(&body) {
         Ok(review) => review,
         Err(error) => return bad_request(format!("malformed ConversionReview: {error}")),
     };
-    let request = match ConversionRequest::from_review(review) {
-        Ok(request) => request,
-        Err(error) => return bad_request(format!("malformed ConversionReview: {error}")),
+    if review.kind != "ConversionReview"
+        || !matches!(
+            review.api_version.as_str(),
+            "apiextensions.k8s.io/v1" | "apiextensions.k8s.io/v1beta1"
+        )
+    {
+        return bad_request(format!(
+            "malformed ConversionReview: expected kind ConversionReview of apiextensions.k8s.io/v1, got kind `{}` of `{}`",
+            review.kind, review.api_version
+        ));
+    }
+    let Some(request) = review.request else {
+        return bad_request("malformed ConversionReview: the review has no request".to_owned());
     };
-    let desired = request.desired_api_version.clone();
-    let objects = request.objects.clone();
-    let response = ConversionResponse::for_request(request);
-    let converted: anyhow::Result<Vec<serde_json::Value>> = objects
-        .into_iter()
-        .map(|object| convert_one(conversions, object, &desired))
-        .collect();
-    let response = match converted {
-        Ok(objects) => response.success(objects),
+    let desired = request.desired_api_version;
+    let converted = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        request
+            .objects
+            .iter()
+            .map(|object| convert_one(conversions, object, &desired))
+            .collect::<anyhow::Result<Vec<_>>>()
+    }))
+    .unwrap_or_else(|panic| {
+        let message = panic_message(&*panic);
+        tracing::error!(uid = %request.uid, "a conversion panicked: {message}");
+        Err(anyhow::anyhow!("the conversion panicked: {message}"))
+    });
+    let uid = request.uid;
+    let api_version = review.api_version;
+    // The converted objects are all that is left of the request.
+    drop(body);
+    let (result, converted_objects) = match converted {
+        Ok(objects) => (Status::success(), objects),
         Err(error) => {
             tracing::warn!("conversion to {desired} failed: {error:#}");
-            response.failure(Status::failure(&format!("{error:#}"), "Invalid"))
+            (
+                Status::failure(&format!("{error:#}"), "Invalid"),
+                Vec::new(),
+            )
         }
     };
-    json(&response.into_review())
+    json(&ConversionAnswer {
+        api_version,
+        kind: "ConversionReview",
+        response: ConversionOutcome {
+            uid,
+            result,
+            converted_objects,
+        },
+    })
 }
 
 fn convert_one(
     conversions: &BTreeMap<(String, String), Arc<Conversion>>,
-    object: serde_json::Value,
+    object: &RawValue,
     desired: &str,
-) -> anyhow::Result<serde_json::Value> {
-    let api_version = object["apiVersion"].as_str().unwrap_or_default().to_owned();
-    let kind = object["kind"].as_str().unwrap_or_default().to_owned();
+) -> anyhow::Result<Box<RawValue>> {
+    let TypeOf { api_version, kind } = serde_json::from_str(object.get())
+        .map_err(|error| anyhow::anyhow!("an object is not a Kubernetes object: {error}"))?;
     let (group, version) = api_version
         .rsplit_once('/')
         .ok_or_else(|| anyhow::anyhow!("an object has no group in apiVersion `{api_version}`"))?;
@@ -835,7 +1120,7 @@ fn convert_one(
         "cannot convert {kind} from group {group} to group {desired_group}"
     );
     let conversion = conversions
-        .get(&(group.to_owned(), kind.clone()))
+        .get(&(group.to_owned(), kind.clone().into_owned()))
         .ok_or_else(|| anyhow::anyhow!("no conversion is registered for {group}, Kind={kind}"))?;
     conversion
         .convert(object, version, desired_version)
@@ -1312,6 +1597,7 @@ pub(crate) mod tests {
             ServeOptions {
                 tls: Some(resolver.server_config(false).unwrap()),
                 http2: false,
+                ..ServeOptions::default()
             },
             shutdown.clone(),
         ));
@@ -1375,6 +1661,232 @@ pub(crate) mod tests {
                 .to_string()
                 .starts_with("the fields do not convert: invalid type"),
             "{error}"
+        );
+    }
+
+    /// An Application as `kubectl apply` sends it, in a review as the API server sends it: no
+    /// `image` (the Rust type reads it as ""), `replicas` 0, `creationTimestamp: null`,
+    /// `managedFields`, a `null` and fields the Rust type does not know.
+    fn raw_application() -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "example.com/v1",
+            "kind": "Application",
+            "metadata": {
+                "name": "web",
+                "namespace": "default",
+                "creationTimestamp": null,
+                "annotations": null,
+                "managedFields": [{
+                    "apiVersion": "example.com/v1",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:spec": {".": {}, "f:replicas": {}, "f:future": {}}},
+                    "manager": "kubectl-client-side-apply",
+                    "operation": "Update",
+                    "time": "2026-12-01T10:00:00Z"
+                }]
+            },
+            "spec": {"replicas": 0, "future": {"tier": "gold", "weights": [1, 2.5]}},
+            "unknownTopLevel": "kept"
+        })
+    }
+
+    #[tokio::test]
+    async fn a_defaulting_patch_applies_to_the_raw_object_and_keeps_what_the_type_does_not_know() {
+        let sent = raw_application();
+        let answer =
+            within(webhooks().review("/mutate", &review::create_json::<Application>(sent.clone())))
+                .await
+                .unwrap();
+        assert!(answer.allowed, "{}", answer.message);
+        // `image` was left out: the patch adds it (a `replace` would be refused by the API
+        // server, since RFC 6902 needs the target of `replace` to exist).
+        assert_eq!(
+            serde_json::to_value(answer.patch.as_ref().unwrap()).unwrap(),
+            serde_json::json!([
+                {"op": "add", "path": "/spec/image", "value": ""},
+                {"op": "replace", "path": "/spec/replicas", "value": 1},
+            ])
+        );
+        let stored = answer.apply_json(&sent).unwrap();
+        let mut expected = sent.clone();
+        expected["spec"]["replicas"] = 1.into();
+        expected["spec"]["image"] = "".into();
+        assert_eq!(stored, expected);
+    }
+
+    #[tokio::test]
+    async fn a_defaulted_raw_object_gets_no_patch() {
+        let mut sent = raw_application();
+        sent["spec"]["replicas"] = 2.into();
+        sent["spec"]["image"] = "nginx".into();
+        let answer =
+            within(webhooks().review("/mutate", &review::create_json::<Application>(sent)))
+                .await
+                .unwrap();
+        assert!(answer.allowed, "{}", answer.message);
+        assert_eq!(answer.patch, None);
+    }
+
+    #[tokio::test]
+    async fn a_defaulter_admits_deletions_without_reading_them() {
+        let mut delete = review::delete(&app(0, "forbidden"));
+        // Not an Application: reading it would deny.
+        delete["request"]["oldObject"]["spec"] = "garbage".into();
+        let answer = within(webhooks().review("/mutate", &delete)).await.unwrap();
+        assert!(answer.allowed, "{}", answer.message);
+        assert_eq!(answer.patch, None);
+    }
+
+    #[tokio::test]
+    async fn the_answer_echoes_the_uid_and_the_review_version() {
+        let mut review = review::create(&app(2, "nginx"));
+        review["apiVersion"] = "admission.k8s.io/v1beta1".into();
+        review["request"]["uid"] = "abc-123".into();
+        let response =
+            within(webhooks().call("/validate", serde_json::to_vec(&review).unwrap())).await;
+        let answer: serde_json::Value = serde_json::from_slice(response.body()).unwrap();
+        assert_eq!(answer["apiVersion"], "admission.k8s.io/v1beta1");
+        assert_eq!(answer["kind"], "AdmissionReview");
+        assert_eq!(answer["response"]["uid"], "abc-123");
+        assert_eq!(answer["response"]["allowed"], true);
+        // Not a review at all.
+        review["kind"] = "ConversionReview".into();
+        let response =
+            within(webhooks().call("/validate", serde_json::to_vec(&review).unwrap())).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    }
+
+    #[tokio::test]
+    async fn a_body_that_is_not_json_is_refused_with_415() {
+        let body = serde_json::to_vec(&review::create(&app(1, "nginx"))).unwrap();
+        for (content_type, expected) in [
+            (Some("text/plain"), StatusCode::UNSUPPORTED_MEDIA_TYPE),
+            (Some("application/yaml"), StatusCode::UNSUPPORTED_MEDIA_TYPE),
+            (None, StatusCode::UNSUPPORTED_MEDIA_TYPE),
+            (Some("application/json; charset=utf-8"), StatusCode::OK),
+            (Some("Application/JSON"), StatusCode::OK),
+        ] {
+            let mut request = axum::http::Request::post("/validate");
+            if let Some(content_type) = content_type {
+                request = request.header(header::CONTENT_TYPE, content_type);
+            }
+            let request = request.body(Body::from(body.clone())).unwrap();
+            let response = within(Webhooks::send(webhooks().router(), request)).await;
+            assert_eq!(response.status(), expected, "{content_type:?}");
+        }
+    }
+
+    struct Panics;
+
+    impl Validator<Application> for Panics {
+        async fn validate_create(&self, app: &Application) -> Result<Warnings, Denied> {
+            panic!("no image in {}", app.spec.image);
+        }
+        async fn validate_update(&self, _: &Application, _: &Application) -> Verdict {
+            Ok(Vec::new())
+        }
+        async fn validate_delete(&self, _: &Application) -> Verdict {
+            Ok(Vec::new())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_a_500_review_with_the_uid() {
+        let mut webhooks = Webhooks::new();
+        webhooks.validating("/panics", Panics);
+        let answer = within(webhooks.review("/panics", &review::create(&app(1, "x"))))
+            .await
+            .unwrap();
+        assert!(!answer.allowed);
+        assert_eq!(answer.uid, "705ab4f5-6393-11e8-b7cc-42010a800002");
+        assert_eq!(answer.code, 500);
+        assert_eq!(answer.message, "the webhook panicked: no image in x");
+    }
+
+    #[tokio::test]
+    async fn a_panicking_conversion_fails_the_review_not_the_connection() {
+        let mut conversion = Conversion::hub::<Application>();
+        conversion.spoke(
+            |_: v2::Application| -> anyhow::Result<Application> { panic!("unconvertible") },
+            |hub: Application| {
+                Ok(v2::Application::new(
+                    &hub.name_any(),
+                    v2::ApplicationSpec::default(),
+                ))
+            },
+        );
+        let mut webhooks = Webhooks::new();
+        webhooks.conversion(conversion);
+        let spoke =
+            serde_json::to_value(v2::Application::new("web", v2::ApplicationSpec::default()))
+                .unwrap();
+        let error = within(webhooks.convert("example.com/v1", vec![spoke]))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(error, "the conversion panicked: unconvertible");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn reviews_past_the_bytes_in_flight_get_429_at_once() {
+        let mut webhooks = Webhooks::new();
+        webhooks
+            .max_in_flight_bytes(MAX_BODY_BYTES)
+            .timeout(Duration::from_secs(10))
+            .validating("/slow", Slow);
+        let router = webhooks.router();
+        // Two reviews of 4 MiB each: together more than the bound.
+        let mut review = review::create(&app(1, "nginx"));
+        review["request"]["object"]["metadata"]["annotations"] =
+            serde_json::json!({"big": "x".repeat(4 * 1024 * 1024)});
+        let body = serde_json::to_vec(&review).unwrap();
+        let request = || {
+            axum::http::Request::post("/slow")
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::CONTENT_LENGTH, body.len())
+                .body(Body::from(body.clone()))
+                .unwrap()
+        };
+        let first = tokio::spawn(Webhooks::send(router.clone(), request()));
+        // The first review is being validated, slowly.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let started = tokio::time::Instant::now();
+        let second = within(Webhooks::send(router.clone(), request())).await;
+        assert_eq!(second.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(second.headers()[header::RETRY_AFTER], "1");
+        assert_eq!(started.elapsed(), Duration::ZERO, "the refusal waited");
+        // The first is cut off by the timeout; its bytes are given back.
+        assert_eq!(
+            within(first).await.unwrap().status(),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        let small = serde_json::to_vec(&review::create(&app(1, "nginx"))).unwrap();
+        let request = axum::http::Request::post("/slow")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::CONTENT_LENGTH, small.len())
+            .body(Body::from(small))
+            .unwrap();
+        let third = within(Webhooks::send(router, request)).await;
+        assert_eq!(
+            third.status(),
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the bytes were not given back"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_declared_length_over_the_limit_is_refused_before_the_body_is_read() {
+        let request = axum::http::Request::post("/validate")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::CONTENT_LENGTH, MAX_BODY_BYTES + 1)
+            .body(Body::from("{}"))
+            .unwrap();
+        let response = within(Webhooks::send(webhooks().router(), request)).await;
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(
+            MAX_BODY_BYTES,
+            7 * 1024 * 1024,
+            "controller-runtime's limit"
         );
     }
 

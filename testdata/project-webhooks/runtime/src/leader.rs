@@ -26,6 +26,8 @@ use tokio_util::sync::CancellationToken;
 const JITTER_FACTOR: f64 = 1.2;
 /// How long releasing the Lease may take on shutdown.
 pub const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How many times a release is sent when the Lease changed meanwhile (409 Conflict).
+pub const RELEASE_ATTEMPTS: usize = 3;
 
 /// Where and how to elect a leader.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -249,16 +251,79 @@ impl LeaderElector {
         }
     }
 
-    /// Gives the Lease up, if this replica holds it as last seen, so that another replica
-    /// takes over at once. Returns whether it did.
+    /// Gives the Lease up, if this replica holds it, so that another replica takes over at
+    /// once. Returns whether it did.
+    ///
+    /// As client-go's `tryRelease`, a release that finds the Lease changed (409 Conflict, as
+    /// when the controllers stopped while a renewal was in flight) reads the Lease again: if
+    /// this replica still holds it, the release is sent again with the new `resourceVersion`,
+    /// up to [`RELEASE_ATTEMPTS`] times; if another replica holds it, nothing is released. All
+    /// attempts share one [`RELEASE_TIMEOUT`].
     pub async fn release(&mut self) -> anyhow::Result<bool> {
-        let Some((lease, _)) = &self.observed else {
+        tokio::time::timeout(RELEASE_TIMEOUT, self.try_release())
+            .await
+            .map_err(|_| anyhow::anyhow!("no answer within {RELEASE_TIMEOUT:?}"))?
+    }
+
+    /// [`LeaderElector::release`] without its timeout.
+    async fn try_release(&mut self) -> anyhow::Result<bool> {
+        let Some((mut lease, _)) = self.observed.clone() else {
             return Ok(false);
         };
-        let spec = lease.spec.clone().unwrap_or_default();
-        if spec.holder_identity.as_deref() != Some(self.config.identity.as_str()) {
-            return Ok(false);
+        let name = self.config.lease_name.clone();
+        let mut attempt = 1;
+        loop {
+            if !self.holds(&lease) {
+                return Ok(false);
+            }
+            let released = self.released(&lease);
+            match self
+                .api
+                .replace(&name, &PostParams::default(), &released)
+                .await
+            {
+                Ok(replaced) => {
+                    self.observed = Some((replaced, Instant::now()));
+                    return Ok(true);
+                }
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    if attempt == RELEASE_ATTEMPTS {
+                        anyhow::bail!(
+                            "the Lease changed during each of {RELEASE_ATTEMPTS} attempts to release it: {status}"
+                        );
+                    }
+                    attempt += 1;
+                }
+                Err(error) => return Err(error.into()),
+            }
+            // The Lease changed since this replica last saw it: read it again, to release it
+            // only if this replica still holds it.
+            tracing::debug!(lease = %self.lease(), "the Lease changed before its release; reading it again");
+            match self.api.get_opt(&name).await? {
+                Some(current) => {
+                    self.observed = Some((current.clone(), Instant::now()));
+                    lease = current;
+                }
+                None => {
+                    self.observed = None;
+                    return Ok(false);
+                }
+            }
         }
+    }
+
+    /// Whether `lease` names this replica as its holder.
+    fn holds(&self, lease: &Lease) -> bool {
+        lease
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.holder_identity.as_deref())
+            == Some(self.config.identity.as_str())
+    }
+
+    /// `lease` without a holder, and with a lease duration of a second, so that the other
+    /// replicas take it at their next try.
+    fn released(&self, lease: &Lease) -> Lease {
         let now = MicroTime(Timestamp::now());
         let mut released = lease.clone();
         released.spec = Some(LeaseSpec {
@@ -266,18 +331,10 @@ impl LeaderElector {
             lease_duration_seconds: Some(1),
             acquire_time: Some(now.clone()),
             renew_time: Some(now),
-            lease_transitions: spec.lease_transitions,
+            lease_transitions: lease.spec.as_ref().and_then(|spec| spec.lease_transitions),
             ..LeaseSpec::default()
         });
-        let name = self.config.lease_name.clone();
-        let replaced = tokio::time::timeout(
-            RELEASE_TIMEOUT,
-            self.api.replace(&name, &PostParams::default(), &released),
-        )
-        .await
-        .map_err(|_| anyhow::anyhow!("no answer within {RELEASE_TIMEOUT:?}"))??;
-        self.observed = Some((replaced, Instant::now()));
-        Ok(true)
+        released
     }
 
     /// One round of client-go's `tryAcquireOrRenew`.
@@ -469,25 +526,113 @@ pub(crate) mod tests {
         spec
     }
 
+    /// The error of `config()` changed by `change`, or `None` when it is valid.
+    fn refusal(change: impl FnOnce(&mut LeaderElectionConfig)) -> Option<String> {
+        let mut config = config();
+        change(&mut config);
+        config.validate().err().map(|error| error.to_string())
+    }
+
     #[test]
-    fn timings_are_checked_as_client_go_checks_them() {
-        assert!(config().validate().is_ok());
-        let mut bad = config();
-        bad.renew_deadline = Duration::from_secs(15);
+    fn client_gos_default_timings_are_valid() {
+        assert_eq!(refusal(|_| {}), None);
+    }
+
+    #[test]
+    fn the_lease_name_and_the_identity_must_be_set() {
         assert_eq!(
-            bad.validate().unwrap_err().to_string(),
-            "the leader election lease duration (15s) must be longer than the renew deadline (15s)"
+            refusal(|c| c.lease_name = String::new()).as_deref(),
+            Some("the leader election ID is empty")
         );
-        let mut bad = config();
-        bad.retry_period = Duration::from_secs(9);
-        assert!(bad.validate().is_err());
-        let mut bad = config();
-        bad.lease_duration = Duration::from_millis(10_500);
+        assert_eq!(refusal(|c| c.lease_name = "a".into()), None);
         assert_eq!(
-            bad.validate().unwrap_err().to_string(),
-            "the leader election lease duration (10.5s) must be a whole number of seconds: the Lease records seconds"
+            refusal(|c| c.identity = String::new()).as_deref(),
+            Some("the leader election identity is empty")
         );
-        // A lost leader stops a second before the Lease can expire for the others.
+        assert_eq!(refusal(|c| c.identity = "a".into()), None);
+    }
+
+    #[test]
+    fn the_lease_duration_must_exceed_the_renew_deadline() {
+        assert_eq!(
+            refusal(|c| c.renew_deadline = Duration::from_secs(15)).as_deref(),
+            Some(
+                "the leader election lease duration (15s) must be longer than the renew deadline (15s)"
+            )
+        );
+        // A nanosecond shorter is enough.
+        assert_eq!(
+            refusal(|c| c.renew_deadline = Duration::from_secs(15) - Duration::from_nanos(1)),
+            None
+        );
+    }
+
+    #[test]
+    fn the_renew_deadline_must_exceed_the_retry_period_with_jitter() {
+        // 1.2 times the 2 s retry period is 2.4 s.
+        assert_eq!(
+            refusal(|c| c.renew_deadline = Duration::from_millis(2400)).as_deref(),
+            Some(
+                "the leader election renew deadline (2.4s) must be longer than 1.2 times the retry period (2s)"
+            )
+        );
+        assert_eq!(
+            refusal(|c| c.renew_deadline = Duration::from_millis(2401)),
+            None
+        );
+    }
+
+    #[test]
+    fn the_retry_period_must_be_positive() {
+        assert_eq!(
+            refusal(|c| c.retry_period = Duration::ZERO).as_deref(),
+            Some("the leader election retry period must be positive")
+        );
+        assert_eq!(refusal(|c| c.retry_period = Duration::from_nanos(1)), None);
+    }
+
+    #[test]
+    fn the_lease_duration_must_be_whole_seconds() {
+        assert_eq!(
+            refusal(|c| c.lease_duration = Duration::from_millis(10_500)).as_deref(),
+            Some(
+                "the leader election lease duration (10.5s) must be a whole number of seconds: the Lease records seconds"
+            )
+        );
+        assert_eq!(
+            refusal(|c| c.lease_duration = Duration::from_secs(15) + Duration::from_nanos(1))
+                .as_deref(),
+            Some(
+                "the leader election lease duration (15.000000001s) must be a whole number of seconds: the Lease records seconds"
+            )
+        );
+        // Under a second is no whole number of seconds either, even with shorter timings.
+        let short = |c: &mut LeaderElectionConfig| {
+            c.renew_deadline = Duration::from_millis(500);
+            c.retry_period = Duration::from_millis(100);
+        };
+        assert_eq!(
+            refusal(|c| {
+                short(c);
+                c.lease_duration = Duration::from_millis(999);
+            })
+            .as_deref(),
+            Some(
+                "the leader election lease duration (999ms) must be a whole number of seconds: the Lease records seconds"
+            )
+        );
+        assert_eq!(
+            refusal(|c| {
+                short(c);
+                c.lease_duration = Duration::from_secs(1);
+            }),
+            None
+        );
+    }
+
+    #[test]
+    fn a_lost_leader_stops_before_the_lease_can_expire_for_the_others() {
+        // A fifth of the 5 s between the renew deadline and the lease duration: a second.
         let now = Instant::now();
         assert_eq!(config().stop_by(now), now + Duration::from_secs(14));
     }
@@ -582,6 +727,7 @@ pub(crate) mod tests {
             (elector.hold(&mut leadership, &stop).await, acquired)
         });
         grant(&mut server).await;
+        let acquired_at = Instant::now();
         // Every renewal fails: the API server answers 500, and the last one not at all.
         let mut failures = 0;
         loop {
@@ -592,6 +738,13 @@ pub(crate) mod tests {
             };
             assert_eq!(request.uri().path(), PATH);
             failures += 1;
+            // Renewals are due every 2 s after the acquisition: retried after a retry period,
+            // never at once (which would also make this loop spin without end).
+            assert_eq!(
+                Instant::now() - acquired_at,
+                Duration::from_secs(2 * failures),
+                "renewal {failures}"
+            );
             if failures < 4 {
                 respond(send, 500, &failure(500));
             } else {
@@ -651,6 +804,8 @@ pub(crate) mod tests {
             tokio::time::timeout(Duration::from_secs(60), server.next_request()).await
         {
             failures += 1;
+            // A bound, so that retries sent without a pause fail the test instead of spinning.
+            assert!(failures <= 2, "renewal retried at {:?}", started.elapsed());
             respond(send, 500, &failure(500));
         }
         let (held, acquired) = crate::testing::within(holding).await.unwrap();
@@ -769,8 +924,94 @@ pub(crate) mod tests {
         assert!(crate::testing::within(acquiring).await.unwrap().is_some());
     }
 
+    fn already_exists() -> Value {
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "leases.coordination.k8s.io \"my-operator\" already exists",
+               "reason": "AlreadyExists", "code": 409})
+    }
+
+    fn conflict() -> Value {
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "Operation cannot be fulfilled on leases.coordination.k8s.io \"my-operator\": the object has been modified; please apply your changes to the latest version and try again",
+               "reason": "Conflict", "code": 409})
+    }
+
+    /// A Lease that its last holder released.
+    fn released_lease(version: &str) -> Value {
+        let mut released = lease("", "2026-01-01T00:00:00.000000Z", 2, version);
+        released["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("holderIdentity");
+        released
+    }
+
+    /// One `try_acquire_or_renew`, while `answer` plays the API server; its result, with
+    /// errors as text.
+    async fn one_attempt(answer: impl AsyncFnOnce(&mut ApiServer)) -> Result<Attempt, String> {
+        let (mut elector, mut server) = elector();
+        let attempt = tokio::spawn(async move {
+            elector
+                .try_acquire_or_renew()
+                .await
+                .map_err(|error| error.to_string())
+        });
+        answer(&mut server).await;
+        crate::testing::within(attempt).await.unwrap()
+    }
+
+    /// A 409 on the create, on a takeover or on a renewal means that another replica wrote the
+    /// Lease first: a lost race (`Contended`), neither leadership nor an error.
     #[tokio::test(start_paused = true)]
-    async fn a_conflicting_update_is_not_leadership() {
+    async fn a_conflict_on_create_takeover_or_renewal_is_a_lost_race_not_an_error() {
+        let create = one_attempt(async |server: &mut ApiServer| {
+            let (_, send) = next(server, Method::GET, PATH).await;
+            respond(send, 404, &not_found());
+            let (_, send) = next(server, Method::POST, COLLECTION).await;
+            respond(send, 409, &already_exists());
+        })
+        .await;
+        assert_eq!(create, Ok(Attempt::Contended), "create");
+
+        let takeover = one_attempt(async |server: &mut ApiServer| {
+            let (_, send) = next(server, Method::GET, PATH).await;
+            respond(send, 200, &released_lease("9"));
+            let (body, send) = next(server, Method::PUT, PATH).await;
+            assert_eq!(body["spec"]["holderIdentity"], "me");
+            respond(send, 409, &conflict());
+        })
+        .await;
+        assert_eq!(takeover, Ok(Attempt::Contended), "takeover");
+
+        let renewal = one_attempt(async |server: &mut ApiServer| {
+            let (_, send) = next(server, Method::GET, PATH).await;
+            respond(
+                send,
+                200,
+                &lease("me", "2026-01-01T00:00:00.000000Z", 0, "4"),
+            );
+            let (body, send) = next(server, Method::PUT, PATH).await;
+            assert_eq!(body["metadata"]["resourceVersion"], "4");
+            respond(send, 409, &conflict());
+        })
+        .await;
+        assert_eq!(renewal, Ok(Attempt::Contended), "renewal");
+
+        // Other failures stay errors.
+        let failed = one_attempt(async |server: &mut ApiServer| {
+            let (_, send) = next(server, Method::GET, PATH).await;
+            respond(send, 200, &released_lease("9"));
+            let (_, send) = next(server, Method::PUT, PATH).await;
+            respond(send, 500, &failure(500));
+        })
+        .await;
+        assert!(failed.is_err(), "{failed:?}");
+    }
+
+    /// A replica that loses the race to create the Lease, and then the race to take it over, is
+    /// no leader: `acquire` goes on trying.
+    #[tokio::test(start_paused = true)]
+    async fn a_conflicting_create_or_update_is_not_leadership() {
         let (mut elector, mut server) = elector();
         let stop = CancellationToken::new();
         let acquiring = {
@@ -780,13 +1021,131 @@ pub(crate) mod tests {
         let (_, send) = next(&mut server, Method::GET, PATH).await;
         respond(send, 404, &not_found());
         let (_, send) = next(&mut server, Method::POST, COLLECTION).await;
-        respond(
-            send,
-            409,
-            &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "AlreadyExists", "code": 409}),
-        );
+        respond(send, 409, &already_exists());
+        // Another replica created it, and released it since; this one loses the takeover.
+        let (_, send) = next(&mut server, Method::GET, PATH).await;
+        respond(send, 200, &released_lease("9"));
+        let (_, send) = next(&mut server, Method::PUT, PATH).await;
+        respond(send, 409, &conflict());
         // The other replica won: its Lease is fresh.
         let (_, send) = next(&mut server, Method::GET, PATH).await;
+        respond(
+            send,
+            200,
+            &lease("other", "2026-01-01T00:00:00.000000Z", 3, "10"),
+        );
+        stop.cancel();
+        assert_eq!(crate::testing::within(acquiring).await.unwrap(), None);
+    }
+
+    /// A renewal that conflicts is no renewal: the leader retries, and loses at the renew
+    /// deadline counted from the last renewal that succeeded.
+    #[tokio::test(start_paused = true)]
+    async fn a_conflicting_renewal_does_not_extend_leadership() {
+        let (mut elector, mut server) = elector();
+        let stop = CancellationToken::new();
+        let holding = tokio::spawn(async move {
+            let mut leadership = elector.acquire(&stop).await.unwrap();
+            let acquired = leadership.renewed;
+            (elector.hold(&mut leadership, &stop).await, acquired)
+        });
+        grant(&mut server).await;
+        let acquired_at = Instant::now();
+        // Renewals at 2, 4, 6 and 8 s all conflict; at 10 s the deadline has come.
+        for (round, version) in ["2", "3", "4", "5"].into_iter().enumerate() {
+            let (_, send) = next(&mut server, Method::GET, PATH).await;
+            assert_eq!(
+                Instant::now() - acquired_at,
+                Duration::from_secs(2 * (round as u64 + 1))
+            );
+            respond(
+                send,
+                200,
+                &lease("me", "2026-01-01T00:00:00.000000Z", 0, version),
+            );
+            let (_, send) = next(&mut server, Method::PUT, PATH).await;
+            respond(send, 409, &conflict());
+        }
+        let (held, acquired) = crate::testing::within(holding).await.unwrap();
+        assert_eq!(
+            held,
+            Held::Lost {
+                last_renewed: acquired
+            }
+        );
+        assert_eq!(Instant::now() - acquired, Duration::from_secs(10));
+    }
+
+    /// The boundary of the lease expiry: a follower that has seen the Lease unchanged for
+    /// exactly the lease duration, on its own clock, takes it over.
+    #[tokio::test(start_paused = true)]
+    async fn a_follower_takes_over_exactly_when_the_lease_duration_has_passed() {
+        let (mut elector, mut server) = elector();
+        let acquiring =
+            tokio::spawn(async move { elector.acquire(&CancellationToken::new()).await });
+        let held = lease("other", "2026-01-01T00:00:00.000000Z", 3, "5");
+        let started = Instant::now();
+        // Seen first at 0 s, then at 2, 4, ..., 12 s.
+        for _ in 0..7 {
+            let (_, send) = next(&mut server, Method::GET, PATH).await;
+            respond(send, 200, &held);
+        }
+        // The answer to the try at 14 s comes at 15 s.
+        let (_, send) = next(&mut server, Method::GET, PATH).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        respond(send, 200, &held);
+        let (body, send) = next(&mut server, Method::PUT, PATH).await;
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(15),
+            "taken over at once"
+        );
+        respond(send, 200, &body);
+        assert!(crate::testing::within(acquiring).await.unwrap().is_some());
+    }
+
+    /// The other side of the boundary: a millisecond (tokio's timer resolution) before the lease
+    /// duration has passed on the follower's clock, the Lease is still the other replica's.
+    #[tokio::test(start_paused = true)]
+    async fn a_follower_does_not_take_over_a_moment_before_the_lease_duration_has_passed() {
+        let (mut elector, mut server) = elector();
+        let acquiring =
+            tokio::spawn(async move { elector.acquire(&CancellationToken::new()).await });
+        let held = lease("other", "2026-01-01T00:00:00.000000Z", 3, "5");
+        let started = Instant::now();
+        for _ in 0..7 {
+            let (_, send) = next(&mut server, Method::GET, PATH).await;
+            respond(send, 200, &held);
+        }
+        // The answer to the try at 14 s comes a millisecond before 15 s.
+        let (_, send) = next(&mut server, Method::GET, PATH).await;
+        let early = Duration::from_millis(14_999);
+        tokio::time::sleep_until(started + early).await;
+        respond(send, 200, &held);
+        // No takeover: the next request is the next try, a retry period later.
+        let (_, send) = next(&mut server, Method::GET, PATH).await;
+        assert_eq!(started.elapsed(), early + Duration::from_secs(2));
+        respond(send, 200, &held);
+        let (body, send) = next(&mut server, Method::PUT, PATH).await;
+        respond(send, 200, &body);
+        assert!(crate::testing::within(acquiring).await.unwrap().is_some());
+    }
+
+    /// Each try to acquire has a timeout: an API server that never answers delays the next try
+    /// by the renew deadline, not for ever.
+    #[tokio::test(start_paused = true)]
+    async fn a_try_to_acquire_that_gets_no_answer_gives_up_at_the_renew_deadline() {
+        let (mut elector, mut server) = elector();
+        let stop = CancellationToken::new();
+        let acquiring = {
+            let stop = stop.clone();
+            tokio::spawn(async move { elector.acquire(&stop).await })
+        };
+        let started = Instant::now();
+        let (_, unanswered) = next(&mut server, Method::GET, PATH).await;
+        // Given up at 10 s; the next try comes a retry period later.
+        let (_, send) = next(&mut server, Method::GET, PATH).await;
+        assert_eq!(started.elapsed(), Duration::from_secs(12));
         respond(
             send,
             200,
@@ -794,6 +1153,7 @@ pub(crate) mod tests {
         );
         stop.cancel();
         assert_eq!(crate::testing::within(acquiring).await.unwrap(), None);
+        drop(unanswered);
     }
 
     #[tokio::test(start_paused = true)]
@@ -819,5 +1179,149 @@ pub(crate) mod tests {
     async fn a_follower_releases_nothing() {
         let (mut elector, _server) = elector();
         assert!(!elector.release().await.unwrap());
+    }
+
+    /// A leader whose release conflicts with its own renewal, still in flight when the
+    /// controllers stopped, reads the Lease again and releases it at its new version.
+    #[tokio::test(start_paused = true)]
+    async fn a_release_that_conflicts_is_retried_at_the_new_version_while_the_lease_is_ours() {
+        let (mut elector, mut server) = elector();
+        let releasing = tokio::spawn(async move {
+            elector.acquire(&CancellationToken::new()).await.unwrap();
+            elector.release().await.map_err(|error| error.to_string())
+        });
+        grant(&mut server).await;
+        let (body, send) = next(&mut server, Method::PUT, PATH).await;
+        assert_eq!(body["metadata"]["resourceVersion"], "1");
+        respond(send, 409, &conflict());
+        // The renewal in flight made version 2; the Lease is still this replica's.
+        let (_, send) = next(&mut server, Method::GET, PATH).await;
+        respond(
+            send,
+            200,
+            &lease("me", "2026-01-01T00:00:02.000000Z", 0, "2"),
+        );
+        let (body, send) = next(&mut server, Method::PUT, PATH).await;
+        assert_eq!(body["metadata"]["resourceVersion"], "2");
+        assert_eq!(
+            timeless(&body["spec"]),
+            json!({"leaseDurationSeconds": 1, "leaseTransitions": 0}),
+            "no holder"
+        );
+        respond(send, 200, &body);
+        assert_eq!(crate::testing::within(releasing).await.unwrap(), Ok(true));
+        assert_no_request(&mut server).await;
+    }
+
+    /// A release that conflicts because another replica took the Lease meanwhile releases
+    /// nothing: the Lease is no longer this replica's to give up.
+    #[tokio::test(start_paused = true)]
+    async fn a_release_that_conflicts_with_another_holder_releases_nothing() {
+        let (mut elector, mut server) = elector();
+        let releasing = tokio::spawn(async move {
+            elector.acquire(&CancellationToken::new()).await.unwrap();
+            elector.release().await.map_err(|error| error.to_string())
+        });
+        grant(&mut server).await;
+        let (_, send) = next(&mut server, Method::PUT, PATH).await;
+        respond(send, 409, &conflict());
+        let (_, send) = next(&mut server, Method::GET, PATH).await;
+        respond(
+            send,
+            200,
+            &lease("other", "2026-01-01T00:00:20.000000Z", 1, "3"),
+        );
+        assert_eq!(crate::testing::within(releasing).await.unwrap(), Ok(false));
+        assert_no_request(&mut server).await;
+    }
+
+    /// A Lease that changes at every try is released a bounded number of times, then the
+    /// release fails (the others take over after the lease duration).
+    #[tokio::test(start_paused = true)]
+    async fn a_release_that_keeps_conflicting_gives_up_after_a_bounded_number_of_attempts() {
+        let (mut elector, mut server) = elector();
+        let releasing = tokio::spawn(async move {
+            elector.acquire(&CancellationToken::new()).await.unwrap();
+            elector.release().await.map_err(|error| error.to_string())
+        });
+        grant(&mut server).await;
+        for attempt in 1..=RELEASE_ATTEMPTS {
+            let (body, send) = next(&mut server, Method::PUT, PATH).await;
+            assert_eq!(body["metadata"]["resourceVersion"], attempt.to_string());
+            respond(send, 409, &conflict());
+            if attempt < RELEASE_ATTEMPTS {
+                let (_, send) = next(&mut server, Method::GET, PATH).await;
+                let version = (attempt + 1).to_string();
+                respond(
+                    send,
+                    200,
+                    &lease("me", "2026-01-01T00:00:00.000000Z", 0, &version),
+                );
+            }
+        }
+        let error = crate::testing::within(releasing)
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            error.starts_with("the Lease changed during each of 3 attempts to release it: "),
+            "{error}"
+        );
+        assert_no_request(&mut server).await;
+    }
+
+    /// Releasing has a timeout: an API server that never answers delays shutdown by
+    /// `RELEASE_TIMEOUT`, not for ever.
+    #[tokio::test(start_paused = true)]
+    async fn a_release_that_gets_no_answer_gives_up_at_the_release_timeout() {
+        let (mut elector, mut server) = elector();
+        let releasing = tokio::spawn(async move {
+            elector.acquire(&CancellationToken::new()).await.unwrap();
+            let started = Instant::now();
+            let released = elector.release().await.map_err(|error| error.to_string());
+            (released, started.elapsed())
+        });
+        grant(&mut server).await;
+        let (_, unanswered) = next(&mut server, Method::PUT, PATH).await;
+        let (released, took) = crate::testing::within(releasing).await.unwrap();
+        assert_eq!(released, Err("no answer within 5s".to_owned()));
+        assert_eq!(took, RELEASE_TIMEOUT);
+        drop(unanswered);
+    }
+
+    /// The attempts of a release share one `RELEASE_TIMEOUT`: a retry does not get a new one.
+    #[tokio::test(start_paused = true)]
+    async fn the_attempts_of_a_release_share_one_timeout() {
+        let (mut elector, mut server) = elector();
+        let releasing = tokio::spawn(async move {
+            elector.acquire(&CancellationToken::new()).await.unwrap();
+            let started = Instant::now();
+            let released = elector.release().await.map_err(|error| error.to_string());
+            (released, started.elapsed())
+        });
+        grant(&mut server).await;
+        let (_, send) = next(&mut server, Method::PUT, PATH).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        respond(send, 409, &conflict());
+        let (_, send) = next(&mut server, Method::GET, PATH).await;
+        respond(
+            send,
+            200,
+            &lease("me", "2026-01-01T00:00:00.000000Z", 0, "2"),
+        );
+        let (_, unanswered) = next(&mut server, Method::PUT, PATH).await;
+        let (released, took) = crate::testing::within(releasing).await.unwrap();
+        assert_eq!(released, Err("no answer within 5s".to_owned()));
+        assert_eq!(took, RELEASE_TIMEOUT);
+        drop(unanswered);
+    }
+
+    /// Checks that the elector sends no further request.
+    async fn assert_no_request(server: &mut ApiServer) {
+        if let Ok(Some((request, _))) =
+            tokio::time::timeout(Duration::from_secs(60), server.next_request()).await
+        {
+            panic!("unexpected {} {}", request.method(), request.uri().path());
+        }
     }
 }

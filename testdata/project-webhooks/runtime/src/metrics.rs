@@ -14,9 +14,13 @@
 //! `429 Too Many Requests` rather than a queue of reviews, and cannot lock out the clients
 //! that were authenticated before: their tokens stay in a cache of their own, and their
 //! reviews have [`RESERVED_REVIEWS`] places of their own.
+//!
+//! Tokens are never kept: the caches are keyed by an HMAC-SHA256 of the token under a key made
+//! at start, as the API server's own token cache is, so an entry costs the same whatever the
+//! token's size. A token longer than [`MAX_TOKEN_BYTES`] is refused before any review. Each cache
+//! holds at most [`CACHE_CAPACITY`] entries and [`CACHE_BYTES`] bytes.
 
 use std::collections::HashMap;
-use std::hash::Hash;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -60,7 +64,12 @@ pub const RESERVED_REVIEWS: usize = 2;
 /// How long an authenticated token counts as known, for [`RESERVED_REVIEWS`].
 const KNOWN_TOKEN_TTL: Duration = Duration::from_secs(3600);
 /// How many entries each cache holds at most.
-const CACHE_CAPACITY: usize = 1024;
+pub const CACHE_CAPACITY: usize = 1024;
+/// How many bytes the entries of each cache take at most, keys and answers included.
+pub const CACHE_BYTES: usize = 4 * 1024 * 1024;
+/// The longest bearer token reviewed. Service account tokens take about a kilobyte, and OIDC
+/// tokens with many groups a few; a longer one is answered `401` without asking the API server.
+pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
 
 /// Every metric of the manager, registered in one registry.
 pub struct Metrics {
@@ -264,11 +273,14 @@ struct AuthorizerInner {
     timeout: Duration,
     reviews: Semaphore,
     reserved: Semaphore,
+    /// The key of the HMAC that names tokens and users in the caches.
+    hmac: ring::hmac::Key,
     /// Authenticated tokens: answers for [`TOKEN_CACHE_TTL`], known for [`KNOWN_TOKEN_TTL`].
-    tokens: Mutex<Cache<String, UserInfo>>,
+    tokens: Mutex<Cache<UserInfo>>,
     /// Rejected tokens, apart from the others so that a flood cannot push those out.
-    rejected: Mutex<Cache<String, ()>>,
-    access: Mutex<Cache<String, bool>>,
+    rejected: Mutex<Cache<()>>,
+    /// SubjectAccessReview answers, by user and path.
+    access: Mutex<Cache<bool>>,
 }
 
 impl Authorizer {
@@ -285,9 +297,14 @@ impl Authorizer {
                 timeout,
                 reviews: Semaphore::new(MAX_CONCURRENT_REVIEWS),
                 reserved: Semaphore::new(RESERVED_REVIEWS),
-                tokens: Mutex::new(Cache::new(CACHE_CAPACITY)),
-                rejected: Mutex::new(Cache::new(CACHE_CAPACITY)),
-                access: Mutex::new(Cache::new(CACHE_CAPACITY)),
+                hmac: ring::hmac::Key::generate(
+                    ring::hmac::HMAC_SHA256,
+                    &ring::rand::SystemRandom::new(),
+                )
+                .expect("the system's random number generator works"),
+                tokens: Mutex::new(Cache::new(CACHE_CAPACITY, CACHE_BYTES)),
+                rejected: Mutex::new(Cache::new(CACHE_CAPACITY, CACHE_BYTES)),
+                access: Mutex::new(Cache::new(CACHE_CAPACITY, CACHE_BYTES)),
             }),
         }
     }
@@ -295,17 +312,38 @@ impl Authorizer {
     /// `Ok` when the request may `get` `path`.
     pub async fn check(&self, headers: &HeaderMap, path: &str) -> Result<(), Denied> {
         let token = bearer_token(headers).ok_or(Denied::Unauthenticated)?;
+        if token.len() > MAX_TOKEN_BYTES {
+            tracing::debug!(
+                bytes = token.len(),
+                "refused a bearer token longer than {MAX_TOKEN_BYTES} bytes"
+            );
+            return Err(Denied::Unauthenticated);
+        }
         let user = self.authenticate(token).await?;
         self.authorize(user, path).await
     }
 
+    /// The name of `parts` in the caches: their keyed hash.
+    fn digest(&self, parts: &[&[u8]]) -> Digest {
+        let mut context = ring::hmac::Context::with_key(&self.inner.hmac);
+        for part in parts {
+            // Each part's length first, so that no two lists of parts hash alike.
+            context.update(&(part.len() as u64).to_be_bytes());
+            context.update(part);
+        }
+        let mut digest = [0; 32];
+        digest.copy_from_slice(context.sign().as_ref());
+        digest
+    }
+
     async fn authenticate(&self, token: &str) -> Result<UserInfo, Denied> {
-        let known = match lock(&self.inner.tokens).get(token) {
+        let key = self.digest(&[token.as_bytes()]);
+        let known = match lock(&self.inner.tokens).get(&key) {
             Lookup::Fresh(user) => return Ok(user),
             Lookup::Expired => true,
             Lookup::Missing => false,
         };
-        if !known && matches!(lock(&self.inner.rejected).get(token), Lookup::Fresh(())) {
+        if !known && matches!(lock(&self.inner.rejected).get(&key), Lookup::Fresh(())) {
             return Err(Denied::Unauthenticated);
         }
         let review = TokenReview {
@@ -319,30 +357,21 @@ impl Authorizer {
         let status = review.status.unwrap_or_default();
         if status.authenticated == Some(true) {
             let user = status.user.unwrap_or_default();
-            lock(&self.inner.tokens).insert(
-                token.to_owned(),
-                user.clone(),
-                TOKEN_CACHE_TTL,
-                KNOWN_TOKEN_TTL,
-            );
+            lock(&self.inner.tokens).insert(key, user.clone(), TOKEN_CACHE_TTL, KNOWN_TOKEN_TTL);
             Ok(user)
         } else {
-            lock(&self.inner.tokens).remove(token);
-            lock(&self.inner.rejected).insert(
-                token.to_owned(),
-                (),
-                TOKEN_CACHE_TTL,
-                TOKEN_CACHE_TTL,
-            );
+            lock(&self.inner.tokens).remove(&key);
+            lock(&self.inner.rejected).insert(key, (), TOKEN_CACHE_TTL, TOKEN_CACHE_TTL);
             Err(Denied::Unauthenticated)
         }
     }
 
     async fn authorize(&self, user: UserInfo, path: &str) -> Result<(), Denied> {
-        let key = format!(
-            "{:?}\0{:?}\0{:?}\0{:?}\0{path}",
+        let identity = format!(
+            "{:?}\0{:?}\0{:?}\0{:?}",
             user.username, user.uid, user.groups, user.extra
         );
+        let key = self.digest(&[identity.as_bytes(), path.as_bytes()]);
         let cached = lock(&self.inner.access).get(&key);
         let allowed = match cached {
             Lookup::Fresh(allowed) => allowed,
@@ -452,11 +481,51 @@ enum Lookup<V> {
     Missing,
 }
 
-/// Answers that expire, and keys remembered for a while after. Bounded: when full, forgotten
-/// entries go first, then the one that expires first.
-struct Cache<K, V> {
-    entries: HashMap<K, Entry<V>>,
+/// A keyed hash: how the caches name tokens and users.
+type Digest = [u8; 32];
+
+/// What an entry of a cache costs: its key, its timestamps and its answer.
+trait Weigh {
+    /// The bytes of the answer, those it points to included.
+    fn weight(&self) -> usize;
+}
+
+impl Weigh for () {
+    fn weight(&self) -> usize {
+        0
+    }
+}
+
+impl Weigh for bool {
+    fn weight(&self) -> usize {
+        1
+    }
+}
+
+impl Weigh for UserInfo {
+    fn weight(&self) -> usize {
+        let text = |value: &Option<String>| value.as_ref().map_or(0, String::len);
+        let list = |values: &[String]| values.iter().map(|v| v.len() + 24).sum::<usize>();
+        std::mem::size_of::<Self>()
+            + text(&self.username)
+            + text(&self.uid)
+            + self.groups.as_deref().map_or(0, list)
+            + self.extra.as_ref().map_or(0, |extra| {
+                extra
+                    .iter()
+                    .map(|(key, values)| key.len() + 48 + list(values))
+                    .sum()
+            })
+    }
+}
+
+/// Answers that expire, and keys remembered for a while after. Bounded in entries and in bytes:
+/// when full, forgotten entries go first, then those that expire first.
+struct Cache<V> {
+    entries: HashMap<Digest, Entry<V>>,
     capacity: usize,
+    max_bytes: usize,
+    bytes: usize,
 }
 
 struct Entry<V> {
@@ -465,55 +534,75 @@ struct Entry<V> {
     forgotten: Instant,
 }
 
-impl<K: Hash + Eq + Clone, V: Clone> Cache<K, V> {
-    fn new(capacity: usize) -> Self {
+impl<V: Clone + Weigh> Cache<V> {
+    fn new(capacity: usize, max_bytes: usize) -> Self {
         Self {
             entries: HashMap::new(),
             capacity,
+            max_bytes,
+            bytes: 0,
         }
     }
 
-    fn get<Q>(&mut self, key: &Q) -> Lookup<V>
-    where
-        K: std::borrow::Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
+    /// What an entry holding `value` costs.
+    fn cost(value: &V) -> usize {
+        std::mem::size_of::<(Digest, Entry<V>)>() + value.weight()
+    }
+
+    fn get(&mut self, key: &Digest) -> Lookup<V> {
         let now = Instant::now();
         match self.entries.get(key) {
             Some(entry) if entry.expires > now => Lookup::Fresh(entry.value.clone()),
             Some(entry) if entry.forgotten > now => Lookup::Expired,
             Some(_) => {
-                self.entries.remove(key);
+                self.remove(key);
                 Lookup::Missing
             }
             None => Lookup::Missing,
         }
     }
 
-    fn remove<Q>(&mut self, key: &Q)
-    where
-        K: std::borrow::Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
-        self.entries.remove(key);
+    fn remove(&mut self, key: &Digest) {
+        if let Some(entry) = self.entries.remove(key) {
+            self.bytes -= Self::cost(&entry.value);
+        }
     }
 
-    /// Stores `value` for `ttl`, and remembers the key for `keep` (at least `ttl`).
-    fn insert(&mut self, key: K, value: V, ttl: Duration, keep: Duration) {
+    /// Stores `value` for `ttl`, and remembers the key for `keep` (at least `ttl`). A value
+    /// larger than the whole cache is not stored.
+    fn insert(&mut self, key: Digest, value: V, ttl: Duration, keep: Duration) {
         let now = Instant::now();
-        if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
-            self.entries.retain(|_, entry| entry.forgotten > now);
+        let cost = Self::cost(&value);
+        self.remove(&key);
+        if cost > self.max_bytes {
+            return;
         }
-        if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
+        let full = |cache: &Self| {
+            cache.entries.len() >= cache.capacity || cache.bytes + cost > cache.max_bytes
+        };
+        if full(self) {
+            let forgotten: Vec<Digest> = self
+                .entries
+                .iter()
+                .filter(|(_, entry)| entry.forgotten <= now)
+                .map(|(key, _)| *key)
+                .collect();
+            for key in forgotten {
+                self.remove(&key);
+            }
+        }
+        while full(self) {
             let first = self
                 .entries
                 .iter()
                 .min_by_key(|(_, entry)| entry.expires)
-                .map(|(key, _)| key.clone());
-            if let Some(first) = first {
-                self.entries.remove(&first);
+                .map(|(key, _)| *key);
+            match first {
+                Some(first) => self.remove(&first),
+                None => break,
             }
         }
+        self.bytes += cost;
         self.entries.insert(
             key,
             Entry {
@@ -770,6 +859,167 @@ mod tests {
             crate::testing::within(scraping).await.unwrap(),
             StatusCode::OK
         );
+    }
+
+    /// Scrapes with `token` in the background; the status.
+    fn scrape_later(router: &Router, token: &str) -> tokio::task::JoinHandle<StatusCode> {
+        let router = router.clone();
+        let token = token.to_owned();
+        tokio::spawn(async move { scrape(&router, Some(&token)).await.0 })
+    }
+
+    /// Pins controller-runtime's times with literal numbers, not the constants: a token review
+    /// holds one minute, an allowing access review five minutes (not an hour), a denying one 30 s.
+    #[tokio::test(start_paused = true)]
+    async fn an_allowed_access_review_is_reused_for_five_minutes_and_no_longer() {
+        assert_eq!(
+            (TOKEN_CACHE_TTL, ALLOW_CACHE_TTL, DENY_CACHE_TTL),
+            (
+                Duration::from_secs(60),
+                Duration::from_secs(300),
+                Duration::from_secs(30)
+            )
+        );
+        let (router, mut server) = secure();
+        let scraping = scrape_later(&router, "t0ken");
+        answer(&mut server, authenticated("prometheus")).await;
+        answer(&mut server, access(true)).await;
+        assert_eq!(
+            crate::testing::within(scraping).await.unwrap(),
+            StatusCode::OK
+        );
+        // At 4 min 59 s the token is reviewed again (its minute is over), the access is not.
+        tokio::time::advance(Duration::from_secs(299)).await;
+        let scraping = scrape_later(&router, "t0ken");
+        let (path, _) = answer(&mut server, authenticated("prometheus")).await;
+        assert_eq!(path, "/apis/authentication.k8s.io/v1/tokenreviews");
+        assert_eq!(
+            crate::testing::within(scraping).await.unwrap(),
+            StatusCode::OK
+        );
+        expect_no_request(&mut server).await;
+        // At 5 min 1 s the access is reviewed again.
+        tokio::time::advance(Duration::from_secs(2)).await;
+        let scraping = scrape_later(&router, "t0ken");
+        let (path, _) = answer(&mut server, access(true)).await;
+        assert_eq!(path, "/apis/authorization.k8s.io/v1/subjectaccessreviews");
+        assert_eq!(
+            crate::testing::within(scraping).await.unwrap(),
+            StatusCode::OK
+        );
+    }
+
+    #[tokio::test]
+    async fn a_token_over_the_limit_is_refused_without_a_review() {
+        let (router, mut server) = secure();
+        assert_eq!(MAX_TOKEN_BYTES, 16 * 1024);
+        for length in [MAX_TOKEN_BYTES + 1, 400 * 1024] {
+            let token = "a".repeat(length);
+            assert_eq!(
+                scrape(&router, Some(&token)).await.0,
+                StatusCode::UNAUTHORIZED
+            );
+            expect_no_request(&mut server).await;
+        }
+        // A token of exactly the limit is reviewed.
+        let scraping = scrape_later(&router, &"b".repeat(MAX_TOKEN_BYTES));
+        let (path, body) = answer(&mut server, unauthenticated()).await;
+        assert_eq!(path, "/apis/authentication.k8s.io/v1/tokenreviews");
+        assert_eq!(
+            body["spec"]["token"].as_str().map(str::len),
+            Some(MAX_TOKEN_BYTES)
+        );
+        assert_eq!(
+            crate::testing::within(scraping).await.unwrap(),
+            StatusCode::UNAUTHORIZED
+        );
+    }
+
+    /// 2,000 distinct tokens of the largest size (32 MB of tokens) leave at most
+    /// [`CACHE_CAPACITY`] entries of a few dozen bytes: the caches keep keyed hashes, never the
+    /// tokens.
+    #[tokio::test]
+    async fn a_flood_of_large_distinct_tokens_keeps_the_caches_small() {
+        let (client, mut server) = mocked_client();
+        let authorizer = Authorizer::new(client);
+        let router = router(Arc::default(), Some(authorizer.clone()));
+        let api = tokio::spawn(async move {
+            for _ in 0..2000 {
+                answer(&mut server, unauthenticated()).await;
+            }
+        });
+        for index in 0..2000 {
+            let token = format!("{index:05}{}", "t".repeat(MAX_TOKEN_BYTES - 5));
+            assert_eq!(
+                scrape(&router, Some(&token)).await.0,
+                StatusCode::UNAUTHORIZED
+            );
+        }
+        crate::testing::within(api).await.unwrap();
+        let rejected = lock(&authorizer.inner.rejected);
+        assert_eq!(rejected.entries.len(), CACHE_CAPACITY);
+        assert!(
+            rejected.bytes <= CACHE_CAPACITY * 64 && rejected.bytes > 0,
+            "the rejected-token cache takes {} bytes",
+            rejected.bytes
+        );
+        assert_eq!(lock(&authorizer.inner.tokens).entries.len(), 0);
+    }
+
+    /// A key is the HMAC of the token under this authorizer's own random key: two authorizers
+    /// name one token differently, and distinct lists of parts never share a name.
+    #[tokio::test]
+    async fn cache_keys_are_keyed_hashes() {
+        let (first, _) = mocked_client();
+        let (second, _) = mocked_client();
+        let (first, second) = (Authorizer::new(first), Authorizer::new(second));
+        assert_eq!(first.digest(&[b"token"]), first.digest(&[b"token"]));
+        assert_ne!(first.digest(&[b"token"]), second.digest(&[b"token"]));
+        assert_ne!(first.digest(&[b"ab", b"c"]), first.digest(&[b"a", b"bc"]));
+    }
+
+    fn user(groups: usize) -> UserInfo {
+        UserInfo {
+            username: Some("system:serviceaccount:monitoring:prometheus".into()),
+            groups: Some((0..groups).map(|g| format!("group-{g:06}")).collect()),
+            ..UserInfo::default()
+        }
+    }
+
+    #[test]
+    fn the_caches_hold_their_bytes_and_entries_at_most() {
+        let ttl = Duration::from_secs(60);
+        // Bounded by bytes: answers of about 36 KB each, in a cache of 1 MB.
+        let mut cache = Cache::new(1024, 1024 * 1024);
+        let big = user(1000);
+        let cost = Cache::cost(&big);
+        assert!(cost > 30_000, "{cost}");
+        for key in 0..100u8 {
+            cache.insert([key; 32], big.clone(), ttl, ttl);
+            assert!(cache.bytes <= 1024 * 1024, "{} bytes", cache.bytes);
+        }
+        assert_eq!(cache.entries.len(), 1024 * 1024 / cost);
+        assert_eq!(cache.bytes, cache.entries.len() * cost);
+        // The newest stays; the ones that expire first went.
+        assert!(matches!(cache.get(&[99; 32]), Lookup::Fresh(_)));
+        assert!(matches!(cache.get(&[0; 32]), Lookup::Missing));
+        // An answer larger than the whole cache is not kept, and pushes nothing out.
+        let before = cache.entries.len();
+        cache.insert([200; 32], user(100_000), ttl, ttl);
+        assert!(matches!(cache.get(&[200; 32]), Lookup::Missing));
+        assert_eq!(cache.entries.len(), before);
+        // Replacing an entry does not count it twice; removing gives its bytes back.
+        cache.insert([99; 32], user(1), ttl, ttl);
+        assert_eq!(cache.bytes, (before - 1) * cost + Cache::cost(&user(1)));
+        cache.remove(&[99; 32]);
+        assert_eq!(cache.bytes, (before - 1) * cost);
+        // Bounded by entries.
+        let mut cache = Cache::new(3, usize::MAX);
+        for key in 0..10u8 {
+            cache.insert([key; 32], true, ttl, ttl);
+        }
+        assert_eq!(cache.entries.len(), 3);
+        assert_eq!(cache.bytes, 3 * Cache::cost(&true));
     }
 
     #[tokio::test]

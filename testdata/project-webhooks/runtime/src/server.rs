@@ -3,20 +3,30 @@
 //!
 //! With HTTP/2 off, the server does not merely leave `h2` out of ALPN: it speaks HTTP/1.1 only,
 //! so a client that starts HTTP/2 with prior knowledge gets no HTTP/2 either.
+//!
+//! No connection is kept by a client that says nothing, whatever the protocol: the TLS handshake
+//! must end within [`HANDSHAKE_TIMEOUT`], the first request's headers must arrive within
+//! [`HEADER_READ_TIMEOUT`] (for HTTP/2 too, and while the protocol is still being detected), and a
+//! connection with no request in flight is closed after [`IDLE_TIMEOUT`], as Go's
+//! `ReadHeaderTimeout` and `IdleTimeout` do.
+//!
+//! [`bind`] listens on IPv6 and IPv4 for a wildcard address, as Go's `:8080` does.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::pin::pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use rustls::ServerConfig;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
+use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
@@ -24,36 +34,106 @@ use tokio_util::sync::CancellationToken;
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a client has to send a request's headers.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection with no request in flight stays open: longer than the idle timeout of
+/// Go's HTTP clients (90 s), so that the API server closes its idle connections first.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long open connections get to finish on shutdown.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The time limits of a server's connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// [`HANDSHAKE_TIMEOUT`].
+    pub handshake: Duration,
+    /// [`HEADER_READ_TIMEOUT`].
+    pub header_read: Duration,
+    /// [`IDLE_TIMEOUT`].
+    pub idle: Duration,
+    /// [`DRAIN_TIMEOUT`].
+    pub drain: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            handshake: HANDSHAKE_TIMEOUT,
+            header_read: HEADER_READ_TIMEOUT,
+            idle: IDLE_TIMEOUT,
+            drain: DRAIN_TIMEOUT,
+        }
+    }
+}
+
 /// How a server speaks.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct ServeOptions {
     /// TLS, or plain HTTP when `None`.
     pub tls: Option<Arc<ServerConfig>>,
     /// Serve HTTP/2 as well as HTTP/1.1.
     pub http2: bool,
+    /// The time limits of connections.
+    pub timeouts: Timeouts,
+}
+
+/// A listener on `addr`. The wildcard `[::]` (what `:PORT` means) listens on IPv6 and IPv4;
+/// where the machine has no IPv6, on IPv4 alone.
+pub fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    if addr.ip() == IpAddr::V6(Ipv6Addr::UNSPECIFIED) {
+        match listen(addr, true) {
+            Ok(listener) => return Ok(listener),
+            Err(error) if no_ipv6(&error) => {
+                let v4 = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), addr.port());
+                tracing::info!(%addr, "IPv6 is not available ({error}): listening on {v4}");
+                return listen(v4, false).with_context(|| format!("failed to listen on {v4}"));
+            }
+            Err(error) => {
+                return Err(error).with_context(|| format!("failed to listen on {addr}"));
+            }
+        }
+    }
+    listen(addr, false).with_context(|| format!("failed to listen on {addr}"))
+}
+
+/// Whether `error` says that the machine has no IPv6.
+fn no_ipv6(error: &std::io::Error) -> bool {
+    // EAFNOSUPPORT: no IPv6 in the kernel; EADDRNOTAVAIL: IPv6 disabled on every interface.
+    matches!(error.raw_os_error(), Some(97 | 99))
+}
+
+fn listen(addr: SocketAddr, dual_stack: bool) -> std::io::Result<TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if dual_stack {
+        socket.set_only_v6(false)?;
+    }
+    // As tokio's `TcpListener::bind`: a restarted manager can listen again at once.
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    TcpListener::from_std(socket.into())
 }
 
 /// Serves `router` on `listener` until `shutdown` is cancelled, then lets open connections
-/// finish for at most [`DRAIN_TIMEOUT`].
+/// finish for at most the drain timeout.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     options: ServeOptions,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    let timeouts = options.timeouts;
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
+        .header_read_timeout(timeouts.header_read);
+    builder.http2().timer(TokioTimer::new());
     if !options.http2 {
         builder = builder.http1_only();
     }
     let acceptor = options.tls.map(TlsAcceptor::from);
-    let graceful = GracefulShutdown::new();
+    let draining = CancellationToken::new();
     let mut connections = tokio::task::JoinSet::new();
     let local = listener
         .local_addr()
@@ -74,63 +154,180 @@ pub async fn serve(
         };
         // Forget the connections that have ended.
         while connections.try_join_next().is_some() {}
-        let router = router.clone();
-        let builder = builder.clone();
-        let watcher = graceful.watcher();
+        let connection = Connection {
+            builder: builder.clone(),
+            router: router.clone(),
+            draining: draining.clone(),
+            timeouts,
+            peer,
+        };
         match &acceptor {
             None => {
-                connections.spawn(serve_connection(builder, stream, router, watcher, peer));
+                connections.spawn(connection.serve(stream));
             }
             Some(acceptor) => {
                 let acceptor = acceptor.clone();
                 connections.spawn(async move {
-                    let stream = match tokio::time::timeout(
-                        HANDSHAKE_TIMEOUT,
-                        acceptor.accept(stream),
-                    )
-                    .await
-                    {
-                        Ok(Ok(stream)) => stream,
-                        Ok(Err(error)) => {
-                            tracing::debug!(%peer, "TLS handshake failed: {error}");
-                            return;
-                        }
-                        Err(_) => {
-                            tracing::debug!(%peer, "TLS handshake timed out");
-                            return;
-                        }
+                    let handshake = acceptor.accept(stream);
+                    let stream = tokio::select! {
+                        // A handshake in progress is dropped at shutdown: nothing to drain.
+                        () = connection.draining.cancelled() => return,
+                        done = tokio::time::timeout(timeouts.handshake, handshake) => match done {
+                            Ok(Ok(stream)) => stream,
+                            Ok(Err(error)) => {
+                                tracing::debug!(%peer, "TLS handshake failed: {error}");
+                                return;
+                            }
+                            Err(_) => {
+                                tracing::debug!(%peer, "TLS handshake timed out");
+                                return;
+                            }
+                        },
                     };
-                    serve_connection(builder, stream, router, watcher, peer).await;
+                    connection.serve(stream).await;
                 });
             }
         }
     }
 
     drop(listener);
-    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!(%local, "closed connections that were still open after {DRAIN_TIMEOUT:?}");
+    draining.cancel();
+    let drained = tokio::time::timeout(timeouts.drain, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(%local, "closed connections that were still open after {:?}", timeouts.drain);
     }
-    // Connections still open, and handshakes still running, end here.
+    // Connections still open end here.
     connections.abort_all();
     Ok(())
 }
 
-async fn serve_connection<I>(
+/// One accepted connection, before its protocol is known.
+struct Connection {
     builder: auto::Builder<TokioExecutor>,
-    io: I,
     router: Router,
-    watcher: hyper_util::server::graceful::Watcher,
+    /// Cancelled when the server shuts down: the connection finishes what is in flight.
+    draining: CancellationToken,
+    timeouts: Timeouts,
     peer: SocketAddr,
-) where
-    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let service = TowerToHyperService::new(router);
-    let connection = builder.serve_connection(TokioIo::new(io), service);
-    if let Err(error) = watcher.watch(connection.into_owned()).await {
-        tracing::debug!(%peer, "connection ended: {error}");
+}
+
+/// The requests of one connection: how many are in flight, how many came, and when the last
+/// one started or ended.
+#[derive(Default)]
+struct Activity {
+    in_flight: AtomicUsize,
+    requests: AtomicUsize,
+    last: Mutex<Option<Instant>>,
+}
+
+impl Activity {
+    fn start(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        self.requests.fetch_add(1, Ordering::SeqCst);
+        self.touch();
+        InFlight(self.clone())
+    }
+
+    fn touch(&self) {
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+    }
+
+    /// When the connection may be closed, if no request starts before: the header timeout
+    /// after it opened, the idle timeout after its last request ended; `None` while a request is
+    /// in flight.
+    fn deadline(&self, opened: Instant, timeouts: Timeouts) -> Option<Instant> {
+        if self.in_flight.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        if self.requests.load(Ordering::SeqCst) == 0 {
+            return Some(opened + timeouts.header_read);
+        }
+        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(last.unwrap_or(opened) + timeouts.idle)
+    }
+}
+
+/// A request in flight; it ends when dropped.
+struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Connection {
+    async fn serve<I>(self, io: I)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let Self {
+            builder,
+            router,
+            draining,
+            timeouts,
+            peer,
+        } = self;
+        let opened = Instant::now();
+        let activity = Arc::new(Activity::default());
+        let service = {
+            let activity = activity.clone();
+            tower::service_fn(move |request: axum::http::Request<hyper::body::Incoming>| {
+                use tower::ServiceExt as _;
+                let in_flight = activity.start();
+                let router = router.clone();
+                async move {
+                    let response = router.oneshot(request).await;
+                    drop(in_flight);
+                    response
+                }
+            })
+        };
+        let connection =
+            builder.serve_connection(TokioIo::new(io), TowerToHyperService::new(service));
+        let mut connection = pin!(connection);
+        // Once closing, the connection gets the drain timeout to finish what is in flight.
+        let mut close_by: Option<Instant> = None;
+        loop {
+            // While a request is in flight the connection is checked again an idle timeout later.
+            let deadline = close_by.unwrap_or_else(|| {
+                activity
+                    .deadline(opened, timeouts)
+                    .unwrap_or_else(|| Instant::now() + timeouts.idle)
+            });
+            tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(error) = result {
+                        tracing::debug!(%peer, "connection ended: {error}");
+                    }
+                    return;
+                }
+                () = draining.cancelled(), if close_by.is_none() => {
+                    connection.as_mut().graceful_shutdown();
+                    close_by = Some(Instant::now() + timeouts.drain);
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    if close_by.is_some() {
+                        tracing::debug!(%peer, "closed a connection that did not finish in time");
+                        return;
+                    }
+                    if activity.deadline(opened, timeouts).is_some_and(|d| d <= Instant::now()) {
+                        if activity.requests.load(Ordering::SeqCst) == 0 {
+                            tracing::debug!(%peer, "closed a connection that sent no request in time");
+                            return;
+                        }
+                        tracing::debug!(%peer, "closing an idle connection");
+                        // HTTP/2 gets a GOAWAY, HTTP/1.1 is closed at once.
+                        connection.as_mut().graceful_shutdown();
+                        close_by = Some(Instant::now() + timeouts.drain);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -162,9 +359,31 @@ mod tests {
     }
 
     async fn start(tls: bool, http2: bool) -> Running {
+        start_with(tls, http2, Timeouts::default()).await
+    }
+
+    /// Short limits for the tests of connections that say nothing.
+    fn short() -> Timeouts {
+        Timeouts {
+            handshake: Duration::from_millis(300),
+            header_read: Duration::from_millis(300),
+            idle: Duration::from_millis(1200),
+            drain: Duration::from_millis(800),
+        }
+    }
+
+    async fn start_with(tls: bool, http2: bool, timeouts: Timeouts) -> Running {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let router = Router::new().route("/hello", get(|| async { "hello" }));
+        let router = Router::new()
+            .route("/hello", get(|| async { "hello" }))
+            .route(
+                "/slow",
+                get(|| async {
+                    tokio::time::sleep(Duration::from_millis(1500)).await;
+                    "slow"
+                }),
+            );
         let (tls, cert) = if tls {
             let resolver = CertResolver::new(CertSource::SelfSigned).unwrap();
             let cert = resolver.current().cert[0].clone();
@@ -176,7 +395,11 @@ mod tests {
         let task = tokio::spawn(serve(
             listener,
             router,
-            ServeOptions { tls, http2 },
+            ServeOptions {
+                tls,
+                http2,
+                timeouts,
+            },
             shutdown.clone(),
         ));
         Running {
@@ -296,6 +519,212 @@ mod tests {
         let server = start(true, false).await;
         let _silent = tokio::net::TcpStream::connect(server.addr).await.unwrap();
         assert_eq!(get_h1(&server).await, "hello");
+        // Far less than the handshake timeout (10 s) or the drain timeout (5 s): a handshake
+        // in progress has nothing to drain.
+        let started = std::time::Instant::now();
         server.stop().await;
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "shutdown took {:?}",
+            started.elapsed()
+        );
+    }
+
+    /// How long the server keeps `stream` open when the client sends `send` and nothing more;
+    /// fails after 5 s.
+    async fn held_open<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, send: &[u8]) -> Duration {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let started = std::time::Instant::now();
+        stream.write_all(send).await.unwrap();
+        let mut buffer = vec![0; 4096];
+        let closed = async {
+            loop {
+                match stream.read(&mut buffer).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), closed)
+            .await
+            .expect("the server closed the connection within 5 s");
+        started.elapsed()
+    }
+
+    /// Pins the handshake timeout: a client that connects and says nothing is dropped after it.
+    #[tokio::test]
+    async fn a_silent_client_is_dropped_at_the_handshake_timeout() {
+        let server = start_with(true, false, short()).await;
+        let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let held = held_open(tcp, b"").await;
+        assert!(held >= Duration::from_millis(250), "dropped after {held:?}");
+        assert!(held < Duration::from_millis(900), "held for {held:?}");
+        server.stop().await;
+    }
+
+    /// Pins the header timeout for both protocols, while the protocol is being detected too:
+    /// a client that shakes hands and then says nothing, or sends a request line and trickles
+    /// the rest, is dropped.
+    #[tokio::test]
+    async fn a_client_that_sends_no_request_is_dropped_at_the_header_timeout() {
+        for (tls, http2) in [(false, false), (false, true), (true, true), (true, false)] {
+            let server = start_with(tls, http2, short()).await;
+            for send in [
+                &b""[..],
+                b"GET /hello HTTP/1.1\r\nHost: x\r\n",
+                b"PRI * HTTP/2.0\r\n",
+            ] {
+                let held = held_open(connect(&server, &[]).await, send).await;
+                // Before the idle timeout (1.2 s): the header timeout (0.3 s) applies.
+                assert!(
+                    held < Duration::from_millis(900),
+                    "tls {tls} http2 {http2} {send:?}: held for {held:?}"
+                );
+            }
+            server.stop().await;
+        }
+    }
+
+    /// Pins the idle timeout: with HTTP/2, a connection whose requests are done is closed
+    /// after it, but never while a request is in flight.
+    #[tokio::test]
+    async fn an_idle_http2_connection_is_closed_but_not_a_busy_one() {
+        let server = start_with(true, true, short()).await;
+        let io = connect(&server, &[b"h2"]).await;
+        let (mut sender, connection) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
+                .await
+                .unwrap();
+        let connection = tokio::spawn(connection);
+        let started = std::time::Instant::now();
+        // A request that takes longer than the idle timeout is answered.
+        let response = sender
+            .send_request(
+                http::Request::get("/slow")
+                    .body(Empty::<Bytes>::new())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&body[..], b"slow");
+        // Then, idle, the connection is closed.
+        tokio::time::timeout(Duration::from_secs(5), connection)
+            .await
+            .expect("the idle connection was closed within 5 s")
+            .unwrap()
+            .unwrap();
+        let held = started.elapsed();
+        assert!(
+            held >= Duration::from_millis(1500 + 1100),
+            "closed after {held:?}"
+        );
+        assert!(
+            held < Duration::from_millis(1500 + 2200),
+            "held for {held:?}"
+        );
+        server.stop().await;
+    }
+
+    /// Pins the drain: shutdown waits for a request in flight, and no longer than the drain
+    /// timeout.
+    #[tokio::test]
+    async fn shutdown_lets_a_request_in_flight_finish_within_the_drain_timeout() {
+        for (drain, answered) in [
+            (Duration::from_secs(3), true),
+            (Duration::from_millis(300), false),
+        ] {
+            let server = start_with(false, false, Timeouts { drain, ..short() }).await;
+            let io = connect(&server, &[]).await;
+            let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            let request = tokio::spawn(async move {
+                let response = sender
+                    .send_request(
+                        http::Request::get("/slow")
+                            .header("host", "localhost")
+                            .body(Empty::<Bytes>::new())
+                            .unwrap(),
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let body = response
+                    .into_body()
+                    .collect()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok::<_, String>(body.to_bytes())
+            });
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let started = std::time::Instant::now();
+            server.stop().await;
+            let stopped = started.elapsed();
+            let outcome = tokio::time::timeout(Duration::from_secs(5), request)
+                .await
+                .unwrap()
+                .unwrap();
+            if answered {
+                assert_eq!(outcome.as_deref(), Ok(&b"slow"[..]));
+                assert!(
+                    stopped >= Duration::from_millis(1000),
+                    "stopped after {stopped:?}"
+                );
+                assert!(
+                    stopped < Duration::from_millis(2000),
+                    "stopped after {stopped:?}"
+                );
+            } else {
+                assert!(outcome.is_err(), "{outcome:?}");
+                assert!(
+                    stopped >= Duration::from_millis(250),
+                    "stopped after {stopped:?}"
+                );
+                assert!(
+                    stopped < Duration::from_millis(1000),
+                    "stopped after {stopped:?}"
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_wildcard_address_listens_on_ipv6_and_ipv4() {
+        let listener = bind(SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0))).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accept = tokio::spawn(async move {
+            for _ in 0..2 {
+                listener.accept().await.unwrap();
+            }
+        });
+        for host in [
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ] {
+            tokio::time::timeout(
+                Duration::from_secs(5),
+                tokio::net::TcpStream::connect((host, port)),
+            )
+            .await
+            .unwrap()
+            .unwrap_or_else(|error| panic!("{host} refused: {error}"));
+        }
+        tokio::time::timeout(Duration::from_secs(5), accept)
+            .await
+            .unwrap()
+            .unwrap();
+        // An IPv4 address stays IPv4 only.
+        let v4 = bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
+        assert!(v4.local_addr().unwrap().is_ipv4());
+    }
+
+    #[test]
+    fn only_a_missing_ipv6_falls_back_to_ipv4() {
+        assert!(no_ipv6(&std::io::Error::from_raw_os_error(97)));
+        assert!(no_ipv6(&std::io::Error::from_raw_os_error(99)));
+        // Address in use, or permission denied, is an error to report.
+        assert!(!no_ipv6(&std::io::Error::from_raw_os_error(98)));
+        assert!(!no_ipv6(&std::io::Error::from_raw_os_error(13)));
     }
 }

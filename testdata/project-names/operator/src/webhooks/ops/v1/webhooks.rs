@@ -111,6 +111,22 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn defaulting_patches_the_object_as_the_api_server_sends_it() {
+        // The API server sends `creationTimestamp: null`, and fields this version of the type may
+        // not know: the patch must apply to that object, and keep them.
+        let mut sent = serde_json::to_value(sample()).unwrap();
+        sent["metadata"]["creationTimestamp"] = serde_json::Value::Null;
+        sent["unknownField"] = "kept".into();
+        let review = webhook::review::create_json::<Object>(sent.clone());
+        let answer = within(webhooks().review(DEFAULTING_PATH, &review))
+            .await
+            .unwrap();
+        assert!(answer.allowed, "denied: {}", answer.message);
+        let stored = answer.apply_json(&sent).unwrap();
+        assert_eq!(stored["unknownField"], "kept");
+    }
+
+    #[tokio::test]
     async fn defaulting_answers_a_malformed_review_with_400() {
         let response = within(webhooks().call(DEFAULTING_PATH, "{")).await;
         assert_eq!(response.status(), 400);
