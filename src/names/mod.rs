@@ -141,12 +141,14 @@ const DEPENDENCIES: &[&str] = &[
     "kube",
     "prometheus-client",
     "rcgen",
+    "ring",
     "rsbuilder-runtime",
     "rustls",
     "schemars",
     "serde",
     "serde-json",
     "serde-yaml",
+    "socket2",
     "thiserror",
     "tokio",
     "tokio-rustls",
@@ -274,6 +276,160 @@ pub fn validate_text(flag: &str, value: &str, example: &str) -> Result<(), UserE
         "invalid --{flag} `{value}`: must not be blank, nor hold quotes, backslashes or control characters"
     ))
     .help(format!("pass `--{flag} {example}`")))
+}
+
+/// The help line of every refused `--image`.
+const IMAGE_HELP: &str = "pass a reference such as `--image memcached:1.6.26-alpine3.19` or `--image registry.example.com:5000/team/app:v1`";
+
+/// Checks `--image` against the grammar of image references (distribution's `reference`, which
+/// docker and the kubelet follow): `[registry[:port]/]repository[:tag][@sha256:digest]`. The
+/// repository is lowercase components separated by `/`; the image reaches the generated Rust,
+/// YAML and the API server as it is.
+pub fn validate_image(image: &str) -> Result<(), UserError> {
+    match image_problem(image) {
+        None => Ok(()),
+        Some(problem) => Err(UserError::new(format!(
+            "invalid image `{}`: {problem}",
+            crate::ui::shown(image)
+        ))
+        .help(IMAGE_HELP)),
+    }
+}
+
+/// What is wrong with `image` as an image reference, if anything.
+fn image_problem(image: &str) -> Option<String> {
+    let (rest, digest) = match image.split_once('@') {
+        Some((rest, digest)) => (rest, Some(digest)),
+        None => (image, None),
+    };
+    if let Some(digest) = digest {
+        let hex = digest.strip_prefix("sha256:").unwrap_or_default();
+        if hex.len() != 64 || !hex.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f')) {
+            return Some(format!(
+                "the digest `{}` after `@` must be `sha256:` and 64 lowercase hexadecimal digits",
+                crate::ui::shown(digest)
+            ));
+        }
+    }
+    // A `:` after the last `/` starts the tag; one before it is the registry's port.
+    let last_component = rest.rfind('/').map_or(0, |at| at + 1);
+    let (name, tag) = match rest[last_component..].rfind(':') {
+        Some(at) => (
+            &rest[..last_component + at],
+            Some(&rest[last_component + at + 1..]),
+        ),
+        None => (rest, None),
+    };
+    if let Some(tag) = tag {
+        let valid = tag.len() <= 128
+            && tag.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+            && tag
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+        if !valid {
+            return Some(format!(
+                "the tag `{}` after `:` must be 1 to 128 letters, digits, `_`, `.` and `-`, not starting with `.` or `-`",
+                crate::ui::shown(tag)
+            ));
+        }
+    }
+    if name.is_empty() {
+        return Some(
+            "the repository is empty: an image is `[registry[:port]/]repository[:tag][@sha256:digest]`"
+                .to_owned(),
+        );
+    }
+    if name.len() > 255 {
+        return Some(format!("the name `{name}` is longer than 255 characters"));
+    }
+    let components: Vec<&str> = name.split('/').collect();
+    let path = match components.as_slice() {
+        [registry, path @ ..] if !path.is_empty() && is_registry(registry) => path,
+        all => all,
+    };
+    path.iter()
+        .find(|component| !is_repository_component(component))
+        .map(|component| {
+            format!(
+                "the repository component `{}` must be lowercase letters and digits, joined by `.`, `_`, `__` or dashes, with components separated by `/`",
+                crate::ui::shown(component)
+            )
+        })
+}
+
+/// A component of an image's repository: lowercase letters and digits in runs joined by one
+/// separator (`.`, `_`, `__`, or any number of `-`).
+fn is_repository_component(component: &str) -> bool {
+    let bytes = component.as_bytes();
+    let alphanumeric = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    if !bytes.first().is_some_and(|b| alphanumeric(*b))
+        || !bytes.last().is_some_and(|b| alphanumeric(*b))
+    {
+        return false;
+    }
+    let mut at = 0;
+    while at < bytes.len() {
+        if alphanumeric(bytes[at]) {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < bytes.len() && !alphanumeric(bytes[at]) {
+            at += 1;
+        }
+        let separator = &component[start..at];
+        let valid = matches!(separator, "." | "_" | "__") || separator.chars().all(|c| c == '-');
+        if !valid {
+            return false;
+        }
+    }
+    true
+}
+
+/// The registry of an image: a host name of DNS components (any case), an IPv4 address or an
+/// IPv6 one in brackets, with an optional `:port`.
+fn is_registry(registry: &str) -> bool {
+    let (host, port) = if let Some(inner) = registry.strip_prefix('[') {
+        let Some((address, after)) = inner.split_once(']') else {
+            return false;
+        };
+        if address.is_empty() || !address.chars().all(|c| c.is_ascii_hexdigit() || c == ':') {
+            return false;
+        }
+        match after {
+            "" => return true,
+            _ => match after.strip_prefix(':') {
+                Some(port) => ("", Some(port)),
+                None => return false,
+            },
+        }
+    } else {
+        match registry.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (registry, None),
+        }
+    };
+    let port_ok =
+        port.is_none_or(|port| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()));
+    let host_ok = host.is_empty() && registry.starts_with('[')
+        || !host.is_empty()
+            && host.split('.').all(|label| {
+                !label.is_empty()
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            });
+    port_ok && host_ok
+}
+
+/// `value` as a Rust string literal, quotes included, that the compiler reads back as `value`:
+/// quotes, backslashes and control characters escaped. Every value a template puts into a Rust
+/// string goes through this (`image_rust`, `container_command_rust`).
+pub fn rust_string(value: &str) -> String {
+    // `Debug` of a `str` writes exactly Rust's escapes: `\"`, `\\`, `\n`, `\u{..}`.
+    format!("{value:?}")
 }
 
 /// A valid project name close to `name`, if one can be made.
@@ -1111,6 +1267,77 @@ mod tests {
             let error = validate_text("owner", bad, "x").unwrap_err();
             assert!(error.to_string().starts_with("invalid --owner"), "{error}");
         }
+    }
+
+    #[test]
+    fn images_follow_the_reference_grammar() {
+        let digest = format!("sha256:{}", "0123456789abcdef".repeat(4));
+        for good in [
+            "nginx".to_owned(),
+            "nginx:1.25".to_owned(),
+            "library/nginx:latest".to_owned(),
+            "memcached:1.6.26-alpine3.19".to_owned(),
+            "registry.example.com:5000/team/app__x.y---z:V1.0_rc".to_owned(),
+            "localhost:5000/a".to_owned(),
+            "Registry.Example.COM/a".to_owned(),
+            "[::1]:5000/a/b".to_owned(),
+            "[fe80::1]/a".to_owned(),
+            "192.168.0.1:80/a".to_owned(),
+            format!("a@{digest}"),
+            format!("reg.io/a:b@{digest}"),
+            format!("a:{}", "x".repeat(128)),
+            "reg.io:5000".to_owned(),
+        ] {
+            assert!(
+                validate_image(&good).is_ok(),
+                "{good}: {:?}",
+                validate_image(&good)
+            );
+        }
+        for (bad, problem) in [
+            ("", "the repository is empty"),
+            (":tag", "the repository is empty"),
+            ("reg.io/:tag", "the repository component ``"),
+            ("NGINX:1.0", "the repository component `NGINX`"),
+            ("reg.io/Team/app", "the repository component `Team`"),
+            ("nginx:", "the tag `` after `:`"),
+            ("nginx:.1", "the tag `.1`"),
+            ("nginx:a:b", "the repository component `nginx:a`"),
+            ("a$b", "the repository component `a$b`"),
+            ("reg.io/ng\"inx:1", "the repository component `ng\"inx`"),
+            ("a\\b", "the repository component `a\\b`"),
+            ("nginx latest", "the repository component `nginx latest`"),
+            ("two\nlines", "the repository component `two\\nlines`"),
+            ("a..b", "the repository component `a..b`"),
+            ("a___b", "the repository component `a___b`"),
+            ("-a", "the repository component `-a`"),
+            ("a//b", "the repository component ``"),
+            ("reg.io:port/a", "the repository component `reg.io:port`"),
+            ("a@sha256:abc", "the digest `sha256:abc`"),
+            ("a@md5:0123", "the digest `md5:0123`"),
+        ] {
+            let error = validate_image(bad).unwrap_err();
+            assert!(
+                error.to_string().contains(&format!(": {problem}")),
+                "{bad:?}: {error}"
+            );
+            assert!(error.help_text().is_some(), "{bad:?}");
+        }
+        let long = format!("{}:1", "a".repeat(256));
+        assert!(
+            validate_image(&long)
+                .unwrap_err()
+                .to_string()
+                .contains("longer than 255")
+        );
+        assert!(validate_image(&format!("a:{}", "x".repeat(129))).is_err());
+    }
+
+    #[test]
+    fn rust_strings_read_back_as_given() {
+        assert_eq!(rust_string("nginx:1"), "\"nginx:1\"");
+        assert_eq!(rust_string("a\\b \"c\"\n"), "\"a\\\\b \\\"c\\\"\\n\"");
+        assert_eq!(rust_string("ünï ✓"), "\"ünï ✓\"");
     }
 
     #[test]
