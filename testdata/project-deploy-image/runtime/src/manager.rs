@@ -613,20 +613,6 @@ mod tests {
     /// listens, they no longer kill the process.
     #[cfg(unix)]
     #[tokio::test]
-    async fn sigterm_and_sigint_are_termination_signals() {
-        use futures::StreamExt as _;
-        let mut signals = termination_signals();
-        for (flag, name) in [("-TERM", "SIGTERM"), ("-INT", "SIGINT")] {
-            let status = std::process::Command::new("kill")
-                .args([flag, &std::process::id().to_string()])
-                .status()
-                .unwrap();
-            assert!(status.success());
-            assert_eq!(crate::testing::within(signals.next()).await, Some(name));
-        }
-    }
-
-    #[tokio::test]
     async fn controllers_run_until_shutdown() {
         let manager = manager();
         let health = manager.health();

@@ -21,8 +21,9 @@
 //! - the defaulting patch is computed from the raw object and the defaulted object as JSON text,
 //!   parsing only the parts that differ ([`patch`]);
 //! - the bodies of the reviews in flight are bounded together (default
-//!   [`DEFAULT_MAX_IN_FLIGHT_BYTES`]); a review past the bound is answered `429 Too Many
-//!   Requests` at once, before its body is read, and the API server retries it.
+//!   [`DEFAULT_MAX_IN_FLIGHT_BYTES`]), counted as their bytes arrive; a review past the bound is
+//!   answered `429 Too Many Requests` at once, and a body that takes longer than
+//!   [`BODY_READ_TIMEOUT`] to arrive `408`.
 //!
 //! [`Manager`]: crate::Manager
 
@@ -48,7 +49,7 @@ use kube::core::{DynamicObject, Resource, Status};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 mod patch;
 
@@ -62,6 +63,9 @@ pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
 /// How long a review may take, its body read included: the longest `timeoutSeconds` the API
 /// server allows, after which nobody waits for the answer.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the body of a review may take to arrive, once its headers have: the API server
+/// sends it at once; a client that trickles it gets `408`.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many bytes of review bodies may be in flight at once, unless
 /// [`Webhooks::max_in_flight_bytes`] says otherwise: one review of the largest size and half as
 /// much again. A review costs about its body once more, plus its typed object (`tests/memory.rs`
@@ -346,10 +350,10 @@ impl Webhooks {
     }
 
     /// How many bytes of review bodies may be in flight at once, on every path together
-    /// (default [`DEFAULT_MAX_IN_FLIGHT_BYTES`], at least [`MAX_BODY_BYTES`]). A review that
-    /// would go past it is answered `429 Too Many Requests` before its body is read.
+    /// (default [`DEFAULT_MAX_IN_FLIGHT_BYTES`], at least [`MAX_BODY_BYTES`]). A review whose
+    /// bytes would go past it is answered `429 Too Many Requests`.
     pub fn max_in_flight_bytes(&mut self, bytes: usize) -> &mut Self {
-        self.max_in_flight_bytes = bytes.max(MAX_BODY_BYTES);
+        self.max_in_flight_bytes = bytes.clamp(MAX_BODY_BYTES, Semaphore::MAX_PERMITS);
         self
     }
 
@@ -725,38 +729,42 @@ fn serve(
             }
             let declared = match content_length(request.headers()) {
                 Ok(declared) => declared,
-                Err(BodyError::TooLarge) => return too_large(),
                 Err(BodyError::Invalid(message)) => return bad_request(message),
-                Err(BodyError::Read(error)) => return bad_request(error.to_string()),
-            };
-            // The API server always sends a Content-Length; a body without one reserves the
-            // most it may grow to.
-            let reserve = declared.unwrap_or(MAX_BODY_BYTES).max(1);
-            let Ok(_reserved) = limits
-                .in_flight
-                .clone()
-                .try_acquire_many_owned(u32::try_from(reserve).unwrap_or(u32::MAX))
-            else {
-                tracing::warn!(
-                    bytes = reserve,
-                    "refused a webhook request: too many bytes of reviews in flight"
-                );
-                return (
-                    StatusCode::TOO_MANY_REQUESTS,
-                    [(header::RETRY_AFTER, "1")],
-                    "too many reviews are in flight; retry later",
-                )
-                    .into_response();
+                // The declared length is over the limit.
+                Err(_) => return too_large(),
             };
             let work = async {
-                match read_body(request.into_body(), reserve).await {
-                    Ok(body) => handler(body).await,
-                    Err(BodyError::TooLarge) => too_large(),
-                    Err(BodyError::Invalid(message)) => bad_request(message),
-                    Err(BodyError::Read(error)) => {
-                        bad_request(format!("failed to read the review: {error}"))
+                let read = read_body(request.into_body(), declared, &limits.in_flight);
+                let (body, _reserved) = match tokio::time::timeout(BODY_READ_TIMEOUT, read).await {
+                    Ok(Ok(read)) => read,
+                    Ok(Err(BodyError::TooLarge)) => return too_large(),
+                    Ok(Err(BodyError::Busy)) => {
+                        tracing::warn!(
+                            "refused a webhook request: too many bytes of reviews in flight"
+                        );
+                        return (
+                            StatusCode::TOO_MANY_REQUESTS,
+                            [(header::RETRY_AFTER, "1")],
+                            "too many reviews are in flight; retry later",
+                        )
+                            .into_response();
                     }
-                }
+                    Ok(Err(BodyError::Invalid(message))) => return bad_request(message),
+                    Ok(Err(BodyError::Read(error))) => {
+                        return bad_request(format!("failed to read the review: {error}"));
+                    }
+                    Err(_) => {
+                        tracing::debug!(
+                            "a webhook request's body took longer than {BODY_READ_TIMEOUT:?}"
+                        );
+                        return (
+                            StatusCode::REQUEST_TIMEOUT,
+                            format!("the review did not arrive within {BODY_READ_TIMEOUT:?}"),
+                        )
+                            .into_response();
+                    }
+                };
+                handler(body).await
             };
             match tokio::time::timeout(limits.timeout, work).await {
                 Ok(response) => response,
@@ -817,25 +825,54 @@ fn too_large() -> Response {
 enum BodyError {
     /// Over [`MAX_BODY_BYTES`].
     TooLarge,
+    /// The bytes of the reviews in flight are at their bound.
+    Busy,
     /// A `Content-Length` that is not a number.
     Invalid(String),
     /// The connection failed.
     Read(axum::Error),
 }
 
-/// The whole body, in one buffer of the declared size: no chunk list to join, so no second copy.
-async fn read_body(mut body: Body, capacity: usize) -> Result<Bytes, BodyError> {
-    let mut buffer = Vec::with_capacity(capacity.min(MAX_BODY_BYTES));
+/// The whole body, in one buffer (no chunk list to join, so no second copy), and the bytes it
+/// holds of the bound on bytes in flight. The bytes are counted as they arrive, not as they are
+/// announced: a client that declares a large body and sends nothing holds nothing. Past the
+/// bound, the rest of the body is read and dropped, so that the client reads the `429`.
+async fn read_body(
+    mut body: Body,
+    declared: Option<usize>,
+    in_flight: &Arc<Semaphore>,
+) -> Result<(Bytes, Option<OwnedSemaphorePermit>), BodyError> {
+    let mut buffer = Vec::with_capacity(declared.unwrap_or(0).min(MAX_BODY_BYTES));
+    let mut reserved: Option<OwnedSemaphorePermit> = None;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(BodyError::Read)?;
-        if let Ok(data) = frame.into_data() {
-            if buffer.len() + data.len() > MAX_BODY_BYTES {
-                return Err(BodyError::TooLarge);
-            }
-            buffer.extend_from_slice(&data);
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if buffer.len() + data.len() > MAX_BODY_BYTES {
+            return Err(BodyError::TooLarge);
         }
+        let permits = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        match in_flight.clone().try_acquire_many_owned(permits) {
+            Ok(permit) => match &mut reserved {
+                Some(reserved) => reserved.merge(permit),
+                None => reserved = Some(permit),
+            },
+            Err(_) => {
+                drop((buffer, reserved));
+                let mut seen = data.len();
+                while let Some(Ok(frame)) = body.frame().await {
+                    seen += frame.data_ref().map_or(0, Bytes::len);
+                    if seen > MAX_BODY_BYTES {
+                        break;
+                    }
+                }
+                return Err(BodyError::Busy);
+            }
+        }
+        buffer.extend_from_slice(&data);
     }
-    Ok(Bytes::from(buffer))
+    Ok((Bytes::from(buffer), reserved))
 }
 
 fn bad_request(message: String) -> Response {
@@ -1860,18 +1897,51 @@ pub(crate) mod tests {
             within(first).await.unwrap().status(),
             StatusCode::SERVICE_UNAVAILABLE
         );
-        let small = serde_json::to_vec(&review::create(&app(1, "nginx"))).unwrap();
-        let request = axum::http::Request::post("/slow")
-            .header(header::CONTENT_TYPE, "application/json")
-            .header(header::CONTENT_LENGTH, small.len())
-            .body(Body::from(small))
-            .unwrap();
-        let third = within(Webhooks::send(router, request)).await;
+        // Another 4 MiB fit again: it reaches the (slow) handler.
+        let third = within(Webhooks::send(router, request())).await;
         assert_eq!(
             third.status(),
             StatusCode::SERVICE_UNAVAILABLE,
             "the bytes were not given back"
         );
+    }
+
+    /// Pins that bytes are counted as they arrive: clients that announce the largest bodies
+    /// and send nothing hold none of the bound, and are answered 408 at the body timeout.
+    #[tokio::test(start_paused = true)]
+    async fn bodies_that_never_come_hold_no_bytes_and_time_out() {
+        let mut webhooks = Webhooks::new();
+        webhooks
+            .max_in_flight_bytes(MAX_BODY_BYTES)
+            .validating("/validate", Rules);
+        let router = webhooks.router();
+        let stalled = (0..4)
+            .map(|_| {
+                let never = futures::stream::pending::<Result<Bytes, std::convert::Infallible>>();
+                let request = axum::http::Request::post("/validate")
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .header(header::CONTENT_LENGTH, MAX_BODY_BYTES)
+                    .body(Body::from_stream(never))
+                    .unwrap();
+                tokio::spawn(Webhooks::send(router.clone(), request))
+            })
+            .collect::<Vec<_>>();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let body = serde_json::to_vec(&review::create(&app(2, "nginx"))).unwrap();
+        let request = axum::http::Request::post("/validate")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::CONTENT_LENGTH, body.len())
+            .body(Body::from(body))
+            .unwrap();
+        let started = tokio::time::Instant::now();
+        let answer = within(Webhooks::send(router, request)).await;
+        assert_eq!(answer.status(), StatusCode::OK);
+        assert_eq!(started.elapsed(), Duration::ZERO);
+        for stalled in stalled {
+            let response = within(stalled).await.unwrap();
+            assert_eq!(response.status(), StatusCode::REQUEST_TIMEOUT);
+        }
+        assert_eq!(BODY_READ_TIMEOUT, Duration::from_secs(10));
     }
 
     #[tokio::test]

@@ -7,7 +7,11 @@
 //!   it in with a default as it reads the object;
 //! - a field the Rust type does not know is kept: a field of the request is removed only when the
 //!   typed object had it before the defaulter ran, and has it no more;
-//! - a `null` the request sent, which the Rust type reads as nothing, stays as it was.
+//! - a `null` the request sent, which the Rust type reads as nothing, stays as it was;
+//! - array items are paired by position, when the defaulter changed them in place or appended
+//!   or removed at the end; an array changed otherwise (an item put first, one removed from the
+//!   middle) is replaced whole, so that no field moves to another item, and the fields its
+//!   items had that the type does not know are lost, as with controller-runtime.
 //!
 //! Both sides are compared as JSON text and only the parts that differ are parsed, one level at
 //! a time: no JSON tree of the whole object is ever built, so a large object costs little more
@@ -193,6 +197,7 @@ fn walk_array(
     path: &mut PointerBuf,
     ops: &mut Vec<PatchOperation>,
 ) -> Result<(), Stop> {
+    let whole_after = after;
     let raw: Vec<&RawValue> = serde_json::from_str(raw.get())?;
     let after: Vec<&RawValue> = serde_json::from_str(after.get())?;
     let before_items: Option<Vec<&RawValue>> = match before {
@@ -208,6 +213,28 @@ fn walk_array(
         (None, Before::Unknown) => Before::Unknown,
         (None, _) => Before::Absent,
     };
+    if raw.len() != after.len() {
+        // Items are paired by position only when the defaulter appended or removed at the end,
+        // leaving the others as the type read them: otherwise a field the type does not know
+        // would move to another item. Any other change of length replaces the whole array, and
+        // the fields its items had that the type does not know go with it.
+        let Some(before_items) = &before_items else {
+            if matches!(before, Before::Unknown) {
+                return Err(Stop::NeedBefore);
+            }
+            ops.push(replace(path, serde_json::from_str(whole_after.get())?));
+            return Ok(());
+        };
+        let kept_in_place = before_items.len() == raw.len()
+            && before_items
+                .iter()
+                .zip(&after)
+                .all(|(before, after)| before.get() == after.get());
+        if !kept_in_place {
+            ops.push(replace(path, serde_json::from_str(whole_after.get())?));
+            return Ok(());
+        }
+    }
     // Items are compared by position: those both sides have in place, then the new ones are
     // appended, or the surplus removed from the end so that every index stays valid.
     for (index, (raw_item, after_item)) in raw.iter().zip(&after).enumerate() {
@@ -378,16 +405,27 @@ mod tests {
 
     #[test]
     fn arrays_change_in_place_and_at_the_end() {
+        // An item changed in place keeps what the type does not know.
+        let ops = patch(
+            r#"{"items":[{"name":"a","x":1},{"name":"b"}]}"#,
+            &json!({"items": [{"name": "a"}, {"name": "b"}]}),
+            &json!({"items": [{"name": "a", "port": 80}, {"name": "b"}]}),
+            &json!({"items": [{"name": "a", "x": 1, "port": 80}, {"name": "b"}]}),
+        );
+        assert_eq!(
+            ops,
+            json!([{"op": "add", "path": "/items/0/port", "value": 80}])
+        );
+        // Items removed at the end go from the last, so that every index stays valid.
         let ops = patch(
             r#"{"items":[{"name":"a","x":1},{"name":"b"},{"name":"c"}]}"#,
             &json!({"items": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}),
-            &json!({"items": [{"name": "a", "port": 80}]}),
-            &json!({"items": [{"name": "a", "x": 1, "port": 80}]}),
+            &json!({"items": [{"name": "a"}]}),
+            &json!({"items": [{"name": "a", "x": 1}]}),
         );
         assert_eq!(
             ops,
             json!([
-                {"op": "add", "path": "/items/0/port", "value": 80},
                 {"op": "remove", "path": "/items/2"},
                 {"op": "remove", "path": "/items/1"},
             ])
@@ -404,6 +442,35 @@ mod tests {
                 {"op": "add", "path": "/items/0", "value": 1},
                 {"op": "add", "path": "/items/1", "value": 2},
             ])
+        );
+    }
+
+    #[test]
+    fn an_array_changed_elsewhere_than_at_its_end_is_replaced_whole() {
+        // A sidecar put first: the field the type does not know must not move onto it.
+        let ops = patch(
+            r#"{"c":[{"name":"app","x":1}]}"#,
+            &json!({"c": [{"name": "app"}]}),
+            &json!({"c": [{"name": "sidecar"}, {"name": "app"}]}),
+            &json!({"c": [{"name": "sidecar"}, {"name": "app"}]}),
+        );
+        assert_eq!(
+            ops,
+            json!([{"op": "replace", "path": "/c", "value": [{"name": "sidecar"}, {"name": "app"}]}])
+        );
+        // The first item removed: `x` must not move onto `b`.
+        patch(
+            r#"{"c":[{"name":"a","x":1},{"name":"b"}]}"#,
+            &json!({"c": [{"name": "a"}, {"name": "b"}]}),
+            &json!({"c": [{"name": "b"}]}),
+            &json!({"c": [{"name": "b"}]}),
+        );
+        // Appended at the end: the items in place keep what the type does not know.
+        patch(
+            r#"{"c":[{"name":"app","x":1}]}"#,
+            &json!({"c": [{"name": "app"}]}),
+            &json!({"c": [{"name": "app"}, {"name": "sidecar"}]}),
+            &json!({"c": [{"name": "app", "x": 1}, {"name": "sidecar"}]}),
         );
     }
 
