@@ -484,17 +484,10 @@ impl Project {
     }
 }
 
-/// A YAML scalar, always quoted: kubebuilder quotes the deploy-image options, which hold
+/// A YAML scalar, always double-quoted: kubebuilder quotes the deploy-image options, which hold
 /// ports, user IDs and commands that would otherwise read as numbers or lists.
 fn quoted(value: &str) -> String {
-    if value
-        .chars()
-        .any(|c| c.is_control() || c == '"' || c == '\\')
-    {
-        crate::yaml::scalar(value)
-    } else {
-        format!("\"{value}\"")
-    }
+    crate::yaml::double_quoted(value)
 }
 
 #[cfg(test)]
@@ -701,6 +694,63 @@ mod tests {
              projectName: otp-operator\n\
              version: \"3\"\n"
         );
+    }
+
+    /// Every string PROJECT keeps without checking it reads back as it was written, whatever it
+    /// holds, at whatever depth it sits.
+    #[test]
+    fn any_string_round_trips() {
+        for tricky in crate::yaml::TRICKY {
+            let value = || (*tricky).to_owned();
+            let mut project = project();
+            project.cli_version = value();
+            project.repo = Some(value());
+            project.kube_version = value();
+            project.k8s_openapi_version = value();
+            project.runtime = Some(RuntimeRecord {
+                version: value(),
+                checksum: value(),
+            });
+            project.resources = vec![Resource {
+                api: Some(ResourceApi {
+                    crd_version: value(),
+                    namespaced: true,
+                    ssa: false,
+                }),
+                controller: true,
+                controllers: Vec::new(),
+                core: false,
+                domain: format!("{tricky}."),
+                group: format!("{tricky}-"),
+                kind: format!("K{tricky}"),
+                plural: Some(value()),
+                version: format!("{tricky}v"),
+                webhooks: Some(ResourceWebhooks {
+                    conversion: true,
+                    defaulting: true,
+                    defaulting_path: Some(value()),
+                    spoke: vec![value(), value()],
+                    validation: true,
+                    validation_path: Some(value()),
+                    webhook_version: value(),
+                }),
+            }];
+            project.deploy_images = vec![DeployImage {
+                domain: format!("{tricky}d"),
+                group: format!("{tricky}g"),
+                kind: format!("{tricky}k"),
+                options: DeployImageOptions {
+                    container_command: Some(value()),
+                    container_port: Some(value()),
+                    image: value(),
+                    run_as_user: Some(value()),
+                },
+                version: format!("{tricky}v"),
+            }];
+            let yaml = project.to_yaml();
+            let read = parse(&yaml).unwrap_or_else(|error| panic!("{tricky:?}: {error}\n{yaml}"));
+            assert_eq!(read, project, "{tricky:?} in\n{yaml}");
+        }
     }
 
     #[test]

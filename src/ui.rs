@@ -72,6 +72,21 @@ impl fmt::Display for UserError {
 
 impl std::error::Error for UserError {}
 
+/// `value` as a message shows it between backticks: control characters escaped (`\n`, `\t`,
+/// `\u{1b}`), so that the message stays on its line and shows what was given; the rest as it is.
+pub fn shown(value: &str) -> String {
+    value
+        .chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Prints `error: ...` with the whole cause chain, then the `help:` line if there is one.
 pub fn error(error: &anyhow::Error) {
     line(format_args!("error: {error:#}"));

@@ -10,23 +10,119 @@ pub const YAML_1_1_WORDS: &[&str] = &[
     "OFF",
 ];
 
-/// `value` as a YAML scalar: as serde_yaml writes it (so that templates match what the
+/// `value` as a YAML scalar on one line, which reads back as `value` wherever it is put after
+/// `key: ` or `- `, at any depth: as serde_yaml writes it (so that templates match what the
 /// generated crdgen prints), single-quoted where YAML 1.1 would read it as something else
-/// than a string.
+/// than a string, and double-quoted with escapes where serde_yaml would write more than one
+/// line (a block scalar, `|-`, is indented for the top level only) or where a character would
+/// not survive as it is.
 pub fn scalar(value: &str) -> String {
     // controller-gen writes the core API group as `""`, and so does rsbuilder.
     if value.is_empty() {
         return "\"\"".to_owned();
     }
-    let written = serde_yaml::to_string(value)
-        .map(|text| text.trim_end_matches('\n').to_owned())
-        .unwrap_or_else(|_| format!("\"{}\"", value.escape_default()));
+    if value.chars().any(needs_escape) {
+        return double_quoted(value);
+    }
+    let written = match serde_yaml::to_string(value) {
+        Ok(text) => text.trim_end_matches('\n').to_owned(),
+        Err(_) => return double_quoted(value),
+    };
+    if written.contains('\n') {
+        return double_quoted(value);
+    }
     if YAML_1_1_WORDS.contains(&written.as_str()) {
         format!("'{written}'")
     } else {
         written
     }
 }
+
+/// `value` double-quoted, as kubebuilder writes the options of deploy-image in PROJECT: on one
+/// line, with YAML's escapes for quotes, backslashes and every character that a YAML reader
+/// would not keep as it is.
+pub fn double_quoted(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if needs_escape(c) => {
+                let code = u32::from(c);
+                if code <= 0xff {
+                    out.push_str(&format!("\\x{code:02X}"));
+                } else if code <= 0xffff {
+                    out.push_str(&format!("\\u{code:04X}"));
+                } else {
+                    out.push_str(&format!("\\U{code:08X}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Whether `c` must be escaped to be read back as it is: it is not printable in YAML's
+/// sense, or it is a line break YAML 1.1 knows (NEL, LS, PS), or a byte order mark.
+fn needs_escape(c: char) -> bool {
+    let printable =
+        matches!(c, ' '..='~' | '\u{a0}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..);
+    !printable || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}')
+}
+
+/// Strings that YAML reads otherwise unless they are written with care.
+#[cfg(test)]
+pub const TRICKY: &[&str] = &[
+    "nginx,-g",
+    "a\nb",
+    "line one\nline two\n",
+    "\n",
+    "\r\n",
+    "say \"hi\"",
+    "it's",
+    "'single'",
+    "#x",
+    "a #b",
+    "a: b",
+    "key:",
+    "  leading spaces",
+    "trailing spaces  ",
+    "\ttab first",
+    "a\tb",
+    "back\\slash",
+    "a\\b\"c\nd",
+    "ünïcødé ✓ 日本語 🦀",
+    "line\u{2028}separator\u{2029}paragraph\u{85}nel",
+    "\u{feff}bom",
+    "nul\u{0}del\u{7f}esc\u{1b}[0m",
+    "- x",
+    "|",
+    ">",
+    "*alias",
+    "&anchor",
+    "!tag",
+    "%directive",
+    "@at",
+    "`tick",
+    "---",
+    "...",
+    "{a: b}",
+    "[a]",
+    "?",
+    "yes",
+    "No",
+    "null",
+    "~",
+    "1.0",
+    "0x1f",
+    "",
+];
 
 #[cfg(test)]
 mod tests {
@@ -35,6 +131,24 @@ mod tests {
     /// What YAML 1.1 makes of a plain scalar: a boolean, null, or the string itself.
     fn yaml_1_1_reads_a_string(plain: &str) -> bool {
         !YAML_1_1_WORDS.contains(&plain)
+    }
+
+    /// A scalar is one line that reads back the same at any depth: in a nested map, in a list.
+    #[test]
+    fn every_value_reads_back_the_same_at_any_depth() {
+        for value in TRICKY {
+            let written = scalar(value);
+            assert!(!written.contains(['\n', '\r']), "{value:?} as {written}");
+            let yaml = format!("a:\n  b:\n    key: {written}\n    list:\n    - {written}\n");
+            let read: serde_yaml::Value = serde_yaml::from_str(&yaml)
+                .unwrap_or_else(|error| panic!("{value:?} as {written}: {error}"));
+            assert_eq!(read["a"]["b"]["key"].as_str(), Some(*value), "{yaml}");
+            assert_eq!(read["a"]["b"]["list"][0].as_str(), Some(*value), "{yaml}");
+            let quoted = double_quoted(value);
+            let read: serde_yaml::Value =
+                serde_yaml::from_str(&format!("a:\n    key: {quoted}\n")).unwrap();
+            assert_eq!(read["a"]["key"].as_str(), Some(*value), "{quoted}");
+        }
     }
 
     #[test]
@@ -78,6 +192,7 @@ mod tests {
             );
         }
         assert_eq!(scalar("No"), "'No'");
+        assert_eq!(scalar("multi\nline"), "\"multi\\nline\"");
         assert_eq!(scalar("appotps"), "appotps");
     }
 }

@@ -56,7 +56,9 @@ struct Context {
     image_description_yaml: Option<String>,
     ports_description_yaml: Option<String>,
     container_port: Option<u16>,
-    container_command: Vec<String>,
+    /// `--image` and the arguments of `--image-container-command`, as Rust string literals.
+    image_rust: Option<String>,
+    container_command_rust: Vec<String>,
     run_as_user: Option<i64>,
     /// For a controller of one of Kubernetes' own kinds: its module under
     /// `k8s_openapi::api` and its group as RBAC markers write it.
@@ -550,6 +552,11 @@ fn decide_parts(
         same_kind, this, ..
     } = family;
     let this = *this;
+    refuse_respelled_controller(
+        args,
+        same_kind,
+        &format!("{} Kind={}", names.qualified_group, names.kind),
+    )?;
     let existing = existing_controller(args, same_kind, names);
     // What exists already is refused before any question is asked: the types, unless
     // `--resource=false` leaves them be; the controller, when `--controller` asks for another.
@@ -641,6 +648,36 @@ impl Existing {
     }
 }
 
+/// Refuses a `--controller-name` spelled otherwise than a controller the kind has, but with its
+/// module (`a--b` next to `a-b`): the two would be one module, and `--force` would overwrite
+/// the other's code and change its finalizer. Whatever `--force` says; `kind` names the kind
+/// as the message shows it.
+fn refuse_respelled_controller(
+    args: &CreateApiArgs,
+    same_kind: &[&Resource],
+    kind: &str,
+) -> anyhow::Result<()> {
+    let Some(name) = &args.controller_name else {
+        return Ok(());
+    };
+    let (module, _) = names::controller_module(name);
+    let Some(other) = same_kind
+        .iter()
+        .flat_map(|r| &r.controllers)
+        .map(|c| c.name.as_str())
+        .find(|other| other != name && names::controller_module(other).0 == module)
+    else {
+        return Ok(());
+    };
+    Err(UserError::new(format!(
+        "controller name `{name}` would share the module `{module}` with controller `{other}` of {kind}: the controllers of a kind need modules of their own"
+    ))
+    .help(format!(
+        "pick another --controller-name, or pass `--controller-name {other} --force` to scaffold `{other}` again"
+    ))
+    .into())
+}
+
 /// Which of the kind's controllers the one asked for collides with.
 fn existing_controller(
     args: &CreateApiArgs,
@@ -697,13 +734,7 @@ fn resolve_image(args: &CreateApiArgs) -> anyhow::Result<Option<ImageOptions>> {
         }
         return Ok(None);
     };
-    if image.is_empty() || image.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(UserError::new(format!(
-            "invalid image `{image}`: an image reference is not empty and has no spaces"
-        ))
-        .help("pass something like `--image memcached:1.6.26-alpine3.19`")
-        .into());
-    }
+    names::validate_image(image)?;
     let port = match &args.image_container_port {
         None => None,
         Some(text) => match text.parse::<u16>() {
@@ -733,6 +764,16 @@ fn resolve_image(args: &CreateApiArgs) -> anyhow::Result<Option<ImageOptions>> {
     let command: Vec<String> = match &args.image_container_command {
         None => Vec::new(),
         Some(text) => {
+            // An argv of one line: a newline or a tab in it is a slip of the shell far more
+            // often than an argument, and a script does not fit between commas anyway.
+            if text.chars().any(char::is_control) {
+                return Err(UserError::new(format!(
+                    "invalid --image-container-command `{}`: a command is one line of arguments separated by commas, without newlines, tabs or other control characters",
+                    crate::ui::shown(text)
+                ))
+                .help("pass the command on one line, such as `--image-container-command memcached,-m,64`; for a script, edit `COMMAND` in the controller")
+                .into());
+            }
             let parts: Vec<String> = text.split(',').map(str::to_owned).collect();
             if parts.iter().any(|part| part.trim().is_empty()) {
                 return Err(UserError::new(format!(
@@ -829,8 +870,9 @@ fn resolve_builtin(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Op
         .resources
         .iter()
         .find(|r| r.core && r.group == group && r.version == kind.version && r.kind == kind.kind);
+    let same_kind: Vec<&Resource> = existing.into_iter().collect();
+    refuse_respelled_controller(args, &same_kind, &gvk)?;
     if !args.force {
-        let same_kind: Vec<&Resource> = existing.into_iter().collect();
         existing_controller(args, &same_kind, &names).refuse(&gvk)?;
     }
     if names.controller_name.len() > 63 {
@@ -998,7 +1040,8 @@ fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Pla
         image_description_yaml: None,
         ports_description_yaml: None,
         container_port: None,
-        container_command: Vec::new(),
+        image_rust: None,
+        container_command_rust: Vec::new(),
         run_as_user: None,
         builtin_module: None,
         builtin_group: None,
@@ -1024,7 +1067,12 @@ fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Pla
                 None => "The ports the container listens on.".to_owned(),
             }));
             context.container_port = options.port;
-            context.container_command.clone_from(&options.command);
+            context.image_rust = Some(names::rust_string(&options.image));
+            context.container_command_rust = options
+                .command
+                .iter()
+                .map(|part| names::rust_string(part))
+                .collect();
             context.run_as_user = options.run_as_user;
         }
         Mode::Builtin(kind) => {

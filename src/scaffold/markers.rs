@@ -1,8 +1,10 @@
 //! Scaffold markers: `// +rsbuilder:scaffold:<name>` in Rust, `# +rsbuilder:scaffold:<name>`
-//! in YAML, TOML and Makefiles. A fragment goes just above its marker, indented like it; each
-//! of its lines that the file already has (a module, a list entry) is left out, so inserting
-//! twice changes nothing. A block fragment (an `impl`, a YAML list item of several lines) goes
-//! in whole unless the file has it whole.
+//! in YAML, TOML and Makefiles. A fragment goes just above its marker, indented like it, unless
+//! the file holds it already as one block: its lines in a row, blank lines aside, and anything
+//! at all above a marker of its own (what later commands inserted there). So inserting twice
+//! changes nothing, whatever the fragment holds. Otherwise each line of a fragment that the file
+//! already has (a module, a list entry) is left out; a block fragment (an `impl`, a YAML list
+//! item of several lines) goes in whole.
 
 use std::path::Path;
 
@@ -62,17 +64,12 @@ pub fn insert(
         .chars()
         .take_while(|c| c.is_whitespace())
         .collect();
+    // A fragment that is there as one block, as rsbuilder would indent it, is not added again,
+    // whatever its lines are: blank lines, comments, lines other fragments have too.
+    if holds_block(&lines, fragment, &indent) {
+        return Ok(None);
+    }
     let missing: Vec<&str> = if block {
-        // A block is there when its lines are, in a row, as rsbuilder would indent them.
-        let mut indented = String::new();
-        for line in fragment.lines().filter(|line| !line.trim().is_empty()) {
-            indented.push_str(&indent);
-            indented.push_str(line);
-            indented.push('\n');
-        }
-        if content.replace("\r\n", "\n").contains(&indented) {
-            return Ok(None);
-        }
         fragment.lines().collect()
     } else {
         // Fragments are lists of declarations or entries: a line the file has already is not
@@ -112,6 +109,54 @@ pub fn insert(
         out.push_str(line);
     }
     Ok(Some(out))
+}
+
+/// Whether `lines` (a file's, with their line endings) hold every line of `fragment` that is not
+/// blank, each after `indent`, in a row. Blank lines do not count on either side: inserting
+/// drops a fragment's leading blank line where the file has one, and rustfmt may change them.
+/// Where the fragment has a marker of its own, the file may have anything above that marker:
+/// what later commands inserted there.
+fn holds_block(lines: &[&str], fragment: &str, indent: &str) -> bool {
+    let wanted: Vec<String> = fragment
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| format!("{indent}{}", line.trim_end()))
+        .collect();
+    let have: Vec<&str> = lines
+        .iter()
+        .map(|line| line.trim_end())
+        .filter(|line| !line.is_empty())
+        .collect();
+    let Some(first) = wanted.first() else {
+        return true;
+    };
+    let is_marker = |line: &str| {
+        let line = line.trim_start();
+        ["// ", "# "].iter().any(|prefix| {
+            line.strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with("+rsbuilder:scaffold:"))
+        })
+    };
+    (0..have.len())
+        .filter(|&start| have[start] == first.as_str())
+        .any(|start| {
+            let mut at = start + 1;
+            wanted[1..].iter().all(|line| {
+                if is_marker(line) {
+                    // Lines inserted above this marker sit between it and the line before.
+                    match have[at..].iter().position(|have| *have == line.as_str()) {
+                        Some(offset) => at += offset + 1,
+                        None => return false,
+                    }
+                    true
+                } else if have.get(at) == Some(&line.as_str()) {
+                    at += 1;
+                    true
+                } else {
+                    false
+                }
+            })
+        })
 }
 
 #[cfg(test)]
@@ -197,6 +242,194 @@ mod tests {
         assert_eq!(
             out,
             "resources:\n- a.yaml\n- c.yaml\n- b.yaml\n# +rsbuilder:scaffold:list\n"
+        );
+    }
+
+    /// What the fragments of `templates/insert/` need to render, for one kind.
+    fn fragment_context(group: &str, version: &str, kind: &str) -> tera::Context {
+        let names = crate::names::ResourceNames::new(group, version, kind, None, "example.com");
+        let mut context = tera::Context::from_serialize(&names).unwrap();
+        let spokes: Vec<_> = ["v2", "v3"]
+            .iter()
+            .filter(|spoke| **spoke != version)
+            .map(|spoke| std::collections::BTreeMap::from([("version", *spoke)]))
+            .collect();
+        for (name, value) in [
+            ("crate_ident", "my_operator".to_owned()),
+            ("api_crate_ident", "my_operator_api".to_owned()),
+            (
+                "crd_file",
+                format!("{}_{}.yaml", names.qualified_group, names.plural),
+            ),
+            (
+                "sample_file",
+                format!("{}_{}_{}.yaml", names.group_dir, version, names.kind_file),
+            ),
+            ("defaulting_path", format!("/mutate-{}", names.kind_lower)),
+            ("validation_path", format!("/validate-{}", names.kind_lower)),
+            ("mutating_name", format!("m{}.kb.io", names.kind_lower)),
+            ("validating_name", format!("v{}.kb.io", names.kind_lower)),
+        ] {
+            context.insert(name, &value);
+        }
+        context.insert("spokes", &spokes);
+        context
+    }
+
+    /// Every fragment of `templates/insert/`, rendered for kinds that share a group, a version
+    /// or nothing, goes into files that hold the other kinds' fragments already (all kinds in
+    /// one file, to share as many lines as can be shared); inserting any fragment a second
+    /// time then changes nothing, and no marker is doubled.
+    #[test]
+    fn every_insert_template_inserted_twice_changes_nothing() {
+        let kinds = [
+            ("apps", "v1", "AppOTP"),
+            ("apps", "v1", "Backup"),
+            ("apps", "v2", "Backup"),
+            ("ops", "v1", "Restore"),
+        ];
+        let contexts: Vec<_> = kinds
+            .iter()
+            .map(|(group, version, kind)| fragment_context(group, version, kind))
+            .collect();
+        // (file, marker, block) and the fragment for each kind, by the file they go into.
+        type Fragment = (String, bool, Vec<String>);
+        let mut files: std::collections::BTreeMap<String, Vec<Fragment>> = Default::default();
+        for (path, text) in crate::scaffold::sources("insert/") {
+            let name = path.strip_suffix(".tera").unwrap();
+            // `insert/<set>/<file>/<marker>`: the file without its set.
+            let (_, rest) = name["insert/".len()..].split_once('/').unwrap();
+            let (file, marker) = rest.rsplit_once('/').unwrap();
+            let (marker, block) = match marker.strip_suffix(".block") {
+                Some(marker) => (marker, true),
+                None => (marker, false),
+            };
+            let rendered = contexts
+                .iter()
+                .map(|context| {
+                    tera::Tera::one_off(text, context, false).unwrap_or_else(|error| {
+                        panic!("`{path}` does not render; add what it needs to fragment_context: {error:?}")
+                    })
+                })
+                .collect();
+            files
+                .entry(file.to_owned())
+                .or_default()
+                .push((marker.to_owned(), block, rendered));
+        }
+        assert!(files.len() > 10, "{files:?}");
+
+        for (file, mut fragments) in files {
+            let path = Path::new(&file);
+            let marker_of = |name: &str| marker_line(path, name).unwrap();
+            // Fragments that bring markers go first, as the plans put them; the file has the
+            // other markers from the start.
+            let brings = |fragment: &Fragment, name: &str| {
+                fragment.2[0]
+                    .lines()
+                    .any(|line| line.trim() == marker_of(name))
+            };
+            fragments.sort_by_key(|fragment| !fragments_bring_markers(path, &fragment.2[0]));
+            for indent in ["", "    "] {
+                let mut content = String::from("head\n");
+                for (marker, _, _) in &fragments {
+                    let line = format!("{indent}{}\n", marker_of(marker));
+                    if !content.contains(&line)
+                        && !fragments.iter().any(|fragment| brings(fragment, marker))
+                    {
+                        content.push_str(&line);
+                        content.push_str("middle\n");
+                    }
+                }
+                for kind in 0..kinds.len() {
+                    for (marker, block, rendered) in &fragments {
+                        let fragment = &rendered[kind];
+                        if let Some(updated) =
+                            super::insert(path, &content, marker, fragment, *block)
+                                .unwrap_or_else(|error| panic!("{file}: {error}\n{content}"))
+                        {
+                            content = updated;
+                        }
+                        assert_eq!(
+                            super::insert(path, &content, marker, fragment, *block).unwrap(),
+                            None,
+                            "{file}: `{marker}` of {:?} went in twice into\n{content}",
+                            kinds[kind]
+                        );
+                    }
+                }
+                for kind in 0..kinds.len() {
+                    for (marker, block, rendered) in &fragments {
+                        assert_eq!(
+                            super::insert(path, &content, marker, &rendered[kind], *block).unwrap(),
+                            None,
+                            "{file}: `{marker}` of {:?} went in again into\n{content}",
+                            kinds[kind]
+                        );
+                    }
+                }
+                for (marker, _, _) in &fragments {
+                    assert_eq!(
+                        content
+                            .lines()
+                            .filter(|line| line.trim() == marker_of(marker))
+                            .count(),
+                        1,
+                        "{file}: `{marker}` doubled in\n{content}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Whether `fragment` holds a marker line of `path`'s syntax.
+    fn fragments_bring_markers(path: &Path, fragment: &str) -> bool {
+        let prefix = format!("{} +rsbuilder:scaffold:", comment_prefix(path).unwrap());
+        fragment
+            .lines()
+            .any(|line| line.trim().starts_with(&prefix))
+    }
+
+    /// A block is there only when its lines are, in a row: lines it shares with other blocks,
+    /// scattered over the file, do not count.
+    #[test]
+    fn a_block_is_there_only_as_one_block() {
+        let path = Path::new("config/default/kustomization.yaml");
+        let block = "- select:\n    kind: A\n  fieldPaths:\n  - x\n";
+        let scattered = "- select:\n    kind: B\n  fieldPaths:\n  - y\n- select:\n    kind: A\n  fieldPaths:\n  - z\n  - x\n# +rsbuilder:scaffold:m\n";
+        let once = super::insert(path, scattered, "m", block, true)
+            .unwrap()
+            .unwrap();
+        assert!(
+            once.ends_with(&format!("{block}# +rsbuilder:scaffold:m\n")),
+            "{once}"
+        );
+        assert_eq!(super::insert(path, &once, "m", block, true).unwrap(), None);
+        // Blank lines and comments of a block, and lines inserted above a marker of its own.
+        let block = "# A comment.\nlist:\n# +rsbuilder:scaffold:entries\n\nother:\n- x\n";
+        let yaml = "# +rsbuilder:scaffold:m\n";
+        let once = super::insert(path, yaml, "m", block, true)
+            .unwrap()
+            .unwrap();
+        let filled = insert(path, &once, "entries", "- a\n- b\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            filled,
+            "# A comment.\nlist:\n- a\n- b\n# +rsbuilder:scaffold:entries\n\nother:\n- x\n# +rsbuilder:scaffold:m\n"
+        );
+        assert_eq!(
+            super::insert(path, &filled, "m", block, true).unwrap(),
+            None
+        );
+        let crlf = filled.replace('\n', "\r\n");
+        assert_eq!(super::insert(path, &crlf, "m", block, true).unwrap(), None);
+        // The same lines without the comment are another block.
+        let edited = filled.replace("# A comment.\n", "");
+        assert!(
+            super::insert(path, &edited, "m", block, true)
+                .unwrap()
+                .is_some()
         );
     }
 

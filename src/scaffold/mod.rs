@@ -555,6 +555,81 @@ mod tests {
         assert_eq!(paths, sorted, "rendered in path order");
     }
 
+    /// The `{{ name }}` tags inside Rust string literals on a line of a template, skipping
+    /// comments and char literals.
+    fn tags_in_rust_strings(line: &str) -> Vec<&str> {
+        let bytes = line.as_bytes();
+        let (mut at, mut in_string, mut names) = (0, false, Vec::new());
+        while at < bytes.len() {
+            let rest = &line[at..];
+            if rest.starts_with(['{']) && next_tag(rest) == Some(0) {
+                let length = tag_length(rest).unwrap_or(rest.len());
+                if in_string && rest.starts_with("{{") {
+                    names.push(rest[2..length - 2].trim().trim_matches('-').trim());
+                }
+                at += length;
+                continue;
+            }
+            match bytes[at] {
+                b'/' if !in_string && rest.starts_with("//") => break,
+                b'\'' if !in_string && rest.starts_with("'\"'") => at += 2,
+                b'"' => in_string = !in_string,
+                b'\\' if in_string => at += 1,
+                _ => {}
+            }
+            at += 1;
+        }
+        names
+    }
+
+    /// A value reaches a Rust string literal of a template only as a name that validation keeps
+    /// free of quotes, backslashes and control characters, or whole, as a literal made by
+    /// `names::rust_string` (`{{ image_rust }}`), outside quotes.
+    #[test]
+    fn only_names_that_need_no_escapes_go_inside_rust_strings() {
+        const NAMES: &[&str] = &[
+            "kind",
+            "kind_lower",
+            "plural",
+            "version",
+            "qualified_group",
+            "controller_name",
+            "finalizer",
+            "condition_type",
+            "short_name",
+            "project_name",
+            "leader_election_id",
+            "defaulting_path",
+            "validation_path",
+            "spoke.version",
+        ];
+        let mut seen = std::collections::BTreeSet::new();
+        for (path, text) in sources("") {
+            if !(path.ends_with(".rs.tera") || path.contains(".rs/")) {
+                continue;
+            }
+            for line in text.lines() {
+                for name in tags_in_rust_strings(line) {
+                    assert!(
+                        NAMES.contains(&name),
+                        "{path}: `{{{{ {name} }}}}` inside a Rust string: pass it as a literal made by `names::rust_string`, outside quotes, or add it here if validation keeps it free of quotes, backslashes and control characters\n{line}"
+                    );
+                    seen.insert(name);
+                }
+            }
+        }
+        assert!(
+            seen.contains("finalizer") && seen.contains("kind"),
+            "{seen:?}"
+        );
+        assert_eq!(
+            tags_in_rust_strings(
+                r#"a("{{ x }}", '"', {{ y }}, "\\\"{{ z }}", "\"{{ v }}") // "{{ w }}""#
+            ),
+            ["x", "z", "v"]
+        );
+    }
+
     #[test]
     fn placeholders_in_paths_are_filled() {
         assert_eq!(

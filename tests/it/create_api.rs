@@ -839,13 +839,53 @@ fn image_flags_are_checked_before_anything_is_written() {
     let cases: &[(&[&str], &str, &str)] = &[
         (
             &["--image="],
-            "invalid image ``: an image reference is not empty and has no spaces",
-            "pass something like `--image memcached:1.6.26-alpine3.19`",
+            "invalid image ``: the repository is empty: an image is `[registry[:port]/]repository[:tag][@sha256:digest]`",
+            "pass a reference such as `--image memcached:1.6.26-alpine3.19` or `--image registry.example.com:5000/team/app:v1`",
         ),
         (
             &["--image=nginx latest"],
-            "invalid image `nginx latest`: an image reference is not empty and has no spaces",
-            "pass something like",
+            "invalid image `nginx latest`: the repository component `nginx latest` must be lowercase letters and digits, joined by `.`, `_`, `__` or dashes, with components separated by `/`",
+            "pass a reference such as",
+        ),
+        (
+            &["--image=NGINX:1.0"],
+            "invalid image `NGINX:1.0`: the repository component `NGINX` must be lowercase letters and digits, joined by `.`, `_`, `__` or dashes, with components separated by `/`",
+            "pass a reference such as `--image memcached:1.6.26-alpine3.19`",
+        ),
+        (
+            &["--image=nginx:"],
+            "invalid image `nginx:`: the tag `` after `:` must be 1 to 128 letters, digits, `_`, `.` and `-`, not starting with `.` or `-`",
+            "pass a reference such as",
+        ),
+        (
+            &["--image=:tag"],
+            "invalid image `:tag`: the repository is empty",
+            "pass a reference such as",
+        ),
+        (
+            &["--image=a$b"],
+            "invalid image `a$b`: the repository component `a$b` must be lowercase letters and digits",
+            "pass a reference such as",
+        ),
+        (
+            &["--image=reg.io/ng\"inx:1"],
+            "invalid image `reg.io/ng\"inx:1`: the repository component `ng\"inx` must be lowercase letters and digits",
+            "pass a reference such as",
+        ),
+        (
+            &["--image=nginx@sha256:abc"],
+            "invalid image `nginx@sha256:abc`: the digest `sha256:abc` after `@` must be `sha256:` and 64 lowercase hexadecimal digits",
+            "pass a reference such as",
+        ),
+        (
+            &["--image=nginx", "--image-container-command=nginx\n-g"],
+            "invalid --image-container-command `nginx\\n-g`: a command is one line of arguments separated by commas, without newlines, tabs or other control characters",
+            "pass the command on one line, such as `--image-container-command memcached,-m,64`; for a script, edit `COMMAND` in the controller",
+        ),
+        (
+            &["--image=nginx", "--image-container-command=sh,-c,a\tb"],
+            "invalid --image-container-command `sh,-c,a\\tb`: a command is one line",
+            "pass the command on one line",
         ),
         (
             &["--image=nginx", "--image-container-port=0"],
@@ -1173,6 +1213,70 @@ fn a_second_controller_needs_a_name_of_its_own() {
         &with(CAPTAIN, &["--resource=false", "--controller-name=sailor"]),
         "crew.learn.com/v1, Kind=Captain would have the controller module `sailor`, which kind Sailor of the same group has",
         "pick another --controller-name",
+    );
+}
+
+/// `a-b` and `a--b` are one module, `a_b`: a second spelling is refused even with `--force`,
+/// which would overwrite the first controller's code and change its finalizer.
+#[test]
+fn controller_names_with_one_module_clash_whatever_force_says() {
+    let ws = project();
+    create(&ws, CAPTAIN).success();
+    create(
+        &ws,
+        &with(CAPTAIN, &["--resource=false", "--controller-name=a-b"]),
+    )
+    .success();
+    for force in [&[][..], &["--force"]] {
+        refuses(
+            &ws,
+            &with(
+                &with(CAPTAIN, &["--resource=false", "--controller-name=a--b"]),
+                force,
+            ),
+            "controller name `a--b` would share the module `a_b` with controller `a-b` of crew.learn.com Kind=Captain: the controllers of a kind need modules of their own",
+            "pick another --controller-name, or pass `--controller-name a-b --force` to scaffold `a-b` again",
+        );
+        refuses(
+            &ws,
+            &with(
+                &with(CAPTAIN, &["--resource=false", "--controller-name=a_b"]),
+                force,
+            ),
+            "invalid controller name `a_b`: must be a DNS-1035 label",
+            "pass `--controller-name a-b`",
+        );
+    }
+    // The same spelling with --force scaffolds that controller again.
+    create(
+        &ws,
+        &with(
+            CAPTAIN,
+            &["--resource=false", "--controller-name=a-b", "--force"],
+        ),
+    )
+    .success();
+    assert!(
+        ws.read("operator/src/controllers/crew/a_b.rs")
+            .contains("pub const FINALIZER: &str = \"crew.learn.com/a-b\";")
+    );
+
+    // Controllers of Kubernetes' kinds too.
+    let deployment = [
+        "--group",
+        "apps",
+        "--version",
+        "v1",
+        "--kind",
+        "Deployment",
+        "--resource=false",
+    ];
+    create(&ws, &with(&deployment, &["--controller-name=roll-out"])).success();
+    refuses(
+        &ws,
+        &with(&deployment, &["--controller-name=roll--out", "--force"]),
+        "controller name `roll--out` would share the module `roll_out` with controller `roll-out` of apps/v1, Kind=Deployment",
+        "pick another --controller-name, or pass `--controller-name roll-out --force`",
     );
 }
 

@@ -229,6 +229,86 @@ fn conversion_patches_the_crd_and_injects_its_ca() {
     );
 }
 
+/// `kubectl kustomize <dir>` in the project, or `None` with a note when kubectl is missing,
+/// unless `RSBUILDER_REQUIRE_KUBECTL=1` makes that a failure.
+fn kustomize(ws: &Workspace, dir: &str) -> Option<String> {
+    match std::process::Command::new("kubectl")
+        .args(["kustomize", dir])
+        .current_dir(ws.root())
+        .output()
+    {
+        Ok(output) => {
+            assert!(
+                output.status.success(),
+                "kubectl kustomize {dir}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            Some(String::from_utf8(output.stdout).unwrap())
+        }
+        Err(error) if std::env::var("RSBUILDER_REQUIRE_KUBECTL").as_deref() == Ok("1") => {
+            panic!("RSBUILDER_REQUIRE_KUBECTL=1, but kubectl does not run: {error}")
+        }
+        Err(error) => {
+            eprintln!("note: skipping the kustomize check, kubectl does not run: {error}");
+            None
+        }
+    }
+}
+
+/// How many CRDs of the kustomized config point at the conversion webhook.
+fn conversions(ws: &Workspace) -> Option<usize> {
+    kustomize(ws, "config/default")
+        .map(|yaml| yaml.lines().filter(|line| *line == "  conversion:").count())
+}
+
+#[test]
+fn conversion_webhooks_of_two_kinds_convert_both() {
+    let ws = project();
+    ws.run(&[
+        "create",
+        "api",
+        "--group",
+        "example",
+        "--version",
+        "v2",
+        "--kind",
+        "Application",
+        "--resource",
+        "--controller=false",
+    ])
+    .success();
+    for kind in ["Cache", "Application"] {
+        webhook(
+            &ws,
+            &format!("--group example --version v1 --kind {kind} --conversion --spoke v2"),
+        )
+        .success();
+    }
+    let crd = ws.read("config/crd/kustomization.yaml");
+    assert!(
+        crd.contains(
+            "patches:\n- path: patches/webhook_in_caches.yaml\n- path: patches/webhook_in_applications.yaml\n# +rsbuilder:scaffold:crdkustomizewebhookpatchpaths\n\nconfigurations:\n- kustomizeconfig.yaml\n# +rsbuilder:scaffold:crdkustomizewebhookpatch\n"
+        ),
+        "{crd}"
+    );
+    assert_eq!(crd.matches("patches:").count(), 1, "{crd}");
+    if let Some(count) = conversions(&ws) {
+        assert_eq!(count, 2, "both CRDs convert through the webhook");
+    }
+
+    // Again with --force: the module is written again as it was, and nothing is inserted twice.
+    let before = ws.snapshot();
+    webhook(
+        &ws,
+        "--group example --version v1 --kind Cache --conversion --spoke v2 --force",
+    )
+    .success();
+    assert_same_tree(&before, &ws.snapshot(), "--conversion --force");
+    if let Some(count) = conversions(&ws) {
+        assert_eq!(count, 2);
+    }
+}
+
 #[test]
 fn bad_input_is_refused_and_changes_nothing() {
     let ws = project();

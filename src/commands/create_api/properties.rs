@@ -557,3 +557,102 @@ fn a_controller_of_every_kind_of_kubernetes_scaffolds_a_sound_tree() {
         }
     }
 }
+
+/// Images that the reference grammar accepts, with registries, ports, digests and every
+/// separator.
+const IMAGES: &[&str] = &[
+    "nginx",
+    "memcached:1.6.26-alpine3.19",
+    "registry.example.com:5000/team/app__x.y---z:V1.0_rc",
+    "[::1]:5000/a/b",
+    "localhost/x:y@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+    "Registry.Example.com/a@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+];
+
+/// Commands with what Rust string literals, Tera and YAML would read otherwise.
+const COMMANDS: &[&str] = &[
+    "a\\b",
+    "say \"hi\"",
+    "sh,-c,echo \"$HOME\" \\\\ 'x' # not a comment",
+    "{{ kind }},{% raw %},{#,}}",
+    "ünïcødé,✓,🦀",
+    "\\u{41},\\n,\\\"",
+    "r#\"raw\"#,\"#",
+    "  spaced  ,: colon",
+];
+
+/// The strings of a `&[&str]` or `&str` constant, as the compiler reads them.
+fn const_strings(file: &syn::File, name: &str) -> Option<Vec<String>> {
+    fn strings(expr: &syn::Expr, out: &mut Vec<String>) {
+        match expr {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(lit),
+                ..
+            }) => out.push(lit.value()),
+            syn::Expr::Reference(reference) => strings(&reference.expr, out),
+            syn::Expr::Array(array) => array.elems.iter().for_each(|elem| strings(elem, out)),
+            _ => {}
+        }
+    }
+    file.items.iter().find_map(|item| match item {
+        syn::Item::Const(item) if item.ident == name => {
+            let mut out = Vec::new();
+            strings(&item.expr, &mut out);
+            Some(out)
+        }
+        _ => None,
+    })
+}
+
+#[test]
+fn images_and_commands_reach_rust_literals_as_given() {
+    for (case, command) in COMMANDS.iter().enumerate() {
+        let image = IMAGES[case % IMAGES.len()];
+        let mut tree = Tree::new(false);
+        let mut args = args("web", "v1", "Site");
+        args.image = Some(image.to_owned());
+        args.image_container_command = Some((*command).to_owned());
+        args.resource = None;
+        args.controller = None;
+        let shown = format!("create api --image {image:?} --image-container-command {command:?}");
+        match tree.create_api(&args) {
+            Ok(true) => assert_sound(&tree, std::slice::from_ref(&shown)),
+            Ok(false) => panic!("{shown} was refused"),
+            Err(problem) => panic!("{shown}: {problem}"),
+        }
+        let controller = &tree.files[Path::new("operator/src/controllers/web/site.rs")];
+        let file = syn::parse_file(controller).unwrap();
+        assert_eq!(
+            const_strings(&file, "DEFAULT_IMAGE"),
+            Some(vec![image.to_owned()]),
+            "{shown}"
+        );
+        let parts: Vec<String> = command.split(',').map(str::to_owned).collect();
+        assert_eq!(const_strings(&file, "COMMAND"), Some(parts), "{shown}");
+        // The CRD's default, in a schemars attribute that syn does not look into.
+        let types = &tree.files[Path::new("api/src/web/v1/site.rs")];
+        let default = types
+            .lines()
+            .skip_while(|line| !line.contains("/// The container image;"))
+            .find_map(|line| {
+                line.split_once("extend(\"default\" = ")?
+                    .1
+                    .strip_suffix("))]")
+            })
+            .unwrap_or_else(|| panic!("{shown}: no default image in\n{types}"));
+        assert_eq!(
+            syn::parse_str::<syn::LitStr>(default)
+                .map(|lit| lit.value())
+                .ok(),
+            Some(image.to_owned()),
+            "{shown}"
+        );
+        assert_eq!(
+            tree.project.deploy_images[0]
+                .options
+                .container_command
+                .as_deref(),
+            Some(*command)
+        );
+    }
+}
