@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context as _;
 
@@ -235,53 +237,343 @@ pub fn read_existing(root: &Path, relative: &Path) -> anyhow::Result<Option<Stri
     }
 }
 
-/// What a write replaced, so that it can be put back.
-enum Undo {
-    RemoveFile(PathBuf),
-    RemoveDir(PathBuf),
-    Restore(PathBuf, Vec<u8>),
+/// The journal of the command that is writing the project: what it created, replaced and
+/// removed, in order, so that an interrupted command can be undone. It lives in the project's
+/// root while the command writes, and is removed when the command ends.
+pub const JOURNAL: &str = ".rsbuilder-journal";
+/// Where the journal keeps the files it replaced or removed, as they were.
+pub const UNDO_DIR: &str = ".rsbuilder-undo";
+
+/// The exclusive lock of one project: one rsbuilder command at a time plans and writes it.
+/// Released when dropped, or when the process ends however it ends.
+#[derive(Debug)]
+pub struct ProjectLock {
+    _dir: fs::File,
 }
 
-fn write_all(root: &Path, changes: &[Change]) -> anyhow::Result<()> {
-    let mut journal = Vec::new();
-    let mut dirs = std::collections::HashSet::new();
+/// Takes the lock of the project in `root`, waiting while another rsbuilder command holds it,
+/// then undoes what an interrupted command left half written (its journal). Take it before
+/// reading anything the plan depends on, and hold it to the end of the command.
+pub fn lock(root: &Path) -> anyhow::Result<ProjectLock> {
+    let dir = fs::File::open(root)
+        .with_context(|| format!("failed to open `{}` to lock it", root.display()))?;
+    match dir.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            ui::note("waiting for another rsbuilder command in this project to finish");
+            dir.lock()
+                .with_context(|| format!("failed to lock `{}`", root.display()))?;
+        }
+        Err(fs::TryLockError::Error(error)) => {
+            return Err(error).with_context(|| format!("failed to lock `{}`", root.display()));
+        }
+    }
+    recover(root)?;
+    Ok(ProjectLock { _dir: dir })
+}
+
+/// Undoes the changes of a command that was interrupted while it wrote (killed, or the machine
+/// stopped): the tree goes back to what it was before that command.
+fn recover(root: &Path) -> anyhow::Result<()> {
+    let journal = root.join(JOURNAL);
+    let text = match fs::read_to_string(&journal) {
+        Ok(text) => text,
+        // No command was interrupted while it wrote; copies may remain of one interrupted
+        // just after it finished.
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return remove_copies(root),
+        Err(error) => {
+            return Err(error).with_context(|| format!("failed to read `{JOURNAL}`"));
+        }
+    };
+    let entries: Vec<Entry> = text.lines().filter_map(Entry::parse).collect();
+    let failures = undo(root, &entries);
+    if !failures.is_empty() {
+        return Err(UserError::new(format!(
+            "an earlier rsbuilder command was interrupted, and its changes could not all be undone: {}",
+            failures.join("; ")
+        ))
+        .help(format!(
+            "restore those files from version control (the originals are in `{UNDO_DIR}`), then delete `{JOURNAL}`"
+        ))
+        .into());
+    }
+    finish(root)?;
+    ui::note("an earlier rsbuilder command was interrupted: its changes were undone");
+    Ok(())
+}
+
+/// One step of a command's writes, as the journal records it before the step is taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Entry {
+    /// A folder that did not exist.
+    Dir(PathBuf),
+    /// A file that did not exist.
+    Create(PathBuf),
+    /// A file replaced; its old bytes are under [`UNDO_DIR`].
+    Replace(PathBuf),
+    /// A file removed; its old bytes are under [`UNDO_DIR`].
+    Remove(PathBuf),
+}
+
+impl Entry {
+    fn line(&self) -> String {
+        let (word, path) = match self {
+            Self::Dir(path) => ("dir", path),
+            Self::Create(path) => ("create", path),
+            Self::Replace(path) => ("replace", path),
+            Self::Remove(path) => ("remove", path),
+        };
+        format!("{word}\t{}\n", path.display())
+    }
+
+    fn parse(line: &str) -> Option<Self> {
+        let (word, path) = line.split_once('\t')?;
+        let path = PathBuf::from(path);
+        match word {
+            "dir" => Some(Self::Dir(path)),
+            "create" => Some(Self::Create(path)),
+            "replace" => Some(Self::Replace(path)),
+            "remove" => Some(Self::Remove(path)),
+            _ => None,
+        }
+    }
+}
+
+/// The temporary file a new version of `path` is written to before it is renamed into place.
+fn temporary(path: &Path) -> PathBuf {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    path.with_file_name(format!(".{name}.rsbuilder-new"))
+}
+
+/// Writes `bytes` to `path` whole or not at all: to a temporary file beside it, renamed over it.
+fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let temporary = temporary(path);
+    let written = fs::write(&temporary, bytes).and_then(|()| {
+        if let Ok(metadata) = fs::metadata(path) {
+            // A replaced file keeps its permissions (an executable script stays one).
+            fs::set_permissions(&temporary, metadata.permissions())?;
+        }
+        fs::rename(&temporary, path)
+    });
+    if written.is_err() {
+        let _ = fs::remove_file(&temporary);
+    }
+    written
+}
+
+/// The journal of a command that writes, open for appending.
+struct Journal {
+    root: PathBuf,
+    file: fs::File,
+    entries: Vec<Entry>,
+}
+
+impl Journal {
+    fn begin(root: &Path) -> anyhow::Result<Self> {
+        let file = fs::OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(root.join(JOURNAL))
+            .map_err(|error| {
+                UserError::new(format!(
+                    "cannot write in `{}` (failed to create `{JOURNAL}`: {error}); nothing was changed",
+                    root.display()
+                ))
+                .help("make the project's folder writable for you, then run the command again")
+            })?;
+        Ok(Self {
+            root: root.to_path_buf(),
+            file,
+            entries: Vec::new(),
+        })
+    }
+
+    /// Records `entry`, keeping the old bytes of a file it replaces or removes first: from
+    /// here on, an interruption is undone.
+    fn record(&mut self, entry: Entry) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        if let Entry::Replace(path) | Entry::Remove(path) = &entry {
+            let kept = self.root.join(UNDO_DIR).join(path);
+            if let Some(parent) = kept.parent() {
+                fs::create_dir_all(parent)
+                    .with_context(|| format!("failed to create `{}`", parent.display()))?;
+            }
+            fs::copy(self.root.join(path), &kept)
+                .with_context(|| format!("failed to keep a copy of `{}`", path.display()))?;
+        }
+        self.file
+            .write_all(entry.line().as_bytes())
+            .with_context(|| format!("failed to write `{JOURNAL}`"))?;
+        self.entries.push(entry);
+        Ok(())
+    }
+}
+
+/// Undoes `entries`, last first, going on past failures; the failures, each naming its file.
+fn undo(root: &Path, entries: &[Entry]) -> Vec<String> {
+    let mut failures = Vec::new();
+    let mut fail = |path: &Path, what: &str, error: io::Error| {
+        failures.push(format!("failed to {what} `{}`: {error}", path.display()));
+    };
+    for entry in entries.iter().rev() {
+        match entry {
+            Entry::Dir(path) => match fs::remove_dir(root.join(path)) {
+                Err(error) if !never_made(&error) => fail(path, "remove", error),
+                _ => {}
+            },
+            Entry::Create(path) => {
+                let _ = fs::remove_file(temporary(&root.join(path)));
+                match fs::remove_file(root.join(path)) {
+                    Err(error) if !never_made(&error) => fail(path, "remove", error),
+                    _ => {}
+                }
+            }
+            Entry::Replace(path) | Entry::Remove(path) => {
+                let target = root.join(path);
+                let _ = fs::remove_file(temporary(&target));
+                match fs::read(root.join(UNDO_DIR).join(path)) {
+                    Ok(old) => {
+                        if let Err(error) = write_atomically(&target, &old) {
+                            fail(path, "restore", error);
+                        }
+                    }
+                    // The copy was not made: the file was not touched yet.
+                    Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+                    Err(error) => fail(path, "restore", error),
+                }
+            }
+        }
+    }
+    failures
+}
+
+/// Whether `error`, on removing a path, says that the path was never made: it is missing, or
+/// a file stands where one of its folders would be.
+fn never_made(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}
+
+/// Removes the journal, then the copies it kept. Removing the journal is what commits the
+/// command's writes (or their undoing): copies left behind by an interruption after it are
+/// removed by the next command.
+fn finish(root: &Path) -> anyhow::Result<()> {
+    fs::remove_file(root.join(JOURNAL)).with_context(|| format!("failed to remove `{JOURNAL}`"))?;
+    remove_copies(root)
+}
+
+fn remove_copies(root: &Path) -> anyhow::Result<()> {
+    match fs::remove_dir_all(root.join(UNDO_DIR)) {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => {
+            Err(error).with_context(|| format!("failed to remove `{UNDO_DIR}`"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Refuses to write through a symbolic link: a file of the plan, or a folder on its way, that
+/// is a link would send the write outside the project.
+fn refuse_links(root: &Path, changes: &[Change]) -> anyhow::Result<()> {
     for change in changes {
         if matches!(change.action, Action::Keep | Action::Unchanged) {
             continue;
         }
-        if let Err(error) = write_one(root, change, &mut journal, &mut dirs) {
-            let path = change.path.display();
-            return Err(match rollback(journal) {
-                Ok(()) => error.context(format!("failed to write `{path}`; nothing was changed")),
-                Err(undo) => error.context(format!(
-                    "failed to write `{path}`, and could not undo the earlier writes ({undo:#})"
-                )),
-            });
+        let mut at = root.to_path_buf();
+        for component in change.path.components() {
+            at.push(component);
+            let is_link = fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
+            if is_link {
+                let link = at.strip_prefix(root).unwrap_or(&at);
+                return Err(UserError::new(format!(
+                    "`{}` is a symbolic link: rsbuilder writes only inside the project, never through links",
+                    link.display()
+                ))
+                .help(format!(
+                    "replace `{}` with the file or folder it points to, or remove it, then run the command again",
+                    link.display()
+                ))
+                .into());
+            }
         }
     }
     Ok(())
 }
 
-/// Writes one change, journaling how to undo it; `dirs` holds the folders known to exist.
+fn write_all(root: &Path, changes: &[Change]) -> anyhow::Result<()> {
+    refuse_links(root, changes)?;
+    if changes
+        .iter()
+        .all(|change| matches!(change.action, Action::Keep | Action::Unchanged))
+    {
+        return Ok(());
+    }
+    // Ctrl-C and SIGTERM no longer end the process while it writes: the writes stop, and what
+    // was written is undone.
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let handlers: Vec<_> = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
+        .into_iter()
+        .filter_map(|signal| signal_hook::flag::register(signal, interrupted.clone()).ok())
+        .collect();
+    let result = write_journaled(root, changes, &interrupted);
+    for handler in handlers {
+        signal_hook::low_level::unregister(handler);
+    }
+    result
+}
+
+fn write_journaled(
+    root: &Path,
+    changes: &[Change],
+    interrupted: &AtomicBool,
+) -> anyhow::Result<()> {
+    let mut journal = Journal::begin(root)?;
+    let mut dirs = std::collections::HashSet::new();
+    for change in changes {
+        if matches!(change.action, Action::Keep | Action::Unchanged) {
+            continue;
+        }
+        let written = if interrupted.load(Ordering::SeqCst) {
+            Err(UserError::new("interrupted").into())
+        } else {
+            write_one(root, change, &mut journal, &mut dirs)
+        };
+        if let Err(error) = written {
+            let failures = undo(root, &journal.entries);
+            let path = change.path.display();
+            if failures.is_empty() {
+                finish(root)?;
+                return Err(error.context(format!("failed to write `{path}`; nothing was changed")));
+            }
+            return Err(error.context(format!(
+                "failed to write `{path}`, and could not undo every earlier write: {}; the next rsbuilder command in this project tries again (`{JOURNAL}`)",
+                failures.join("; ")
+            )));
+        }
+    }
+    finish(root)
+}
+
+/// Writes one change, journaled first; `dirs` holds the folders known to exist.
 fn write_one(
     root: &Path,
     change: &Change,
-    journal: &mut Vec<Undo>,
+    journal: &mut Journal,
     dirs: &mut std::collections::HashSet<PathBuf>,
 ) -> anyhow::Result<()> {
     let path = root.join(&change.path);
     if change.action == Action::Remove {
-        let old = fs::read(&path)?;
+        journal.record(Entry::Remove(change.path.clone()))?;
         fs::remove_file(&path)?;
-        journal.push(Undo::Restore(path, old));
         return Ok(());
     }
-    if let Some(parent) = path.parent()
+    if let Some(parent) = change.path.parent()
         && !dirs.contains(parent)
     {
         let mut missing = Vec::new();
         let mut dir = parent;
-        while !dir.exists() {
+        while !dir.as_os_str().is_empty() && !root.join(dir).exists() {
             missing.push(dir.to_path_buf());
             match dir.parent() {
                 Some(up) => dir = up,
@@ -289,49 +581,18 @@ fn write_one(
             }
         }
         for dir in missing.into_iter().rev() {
-            fs::create_dir(&dir)?;
-            journal.push(Undo::RemoveDir(dir));
+            journal.record(Entry::Dir(dir.clone()))?;
+            fs::create_dir(root.join(&dir))?;
         }
         dirs.insert(parent.to_path_buf());
     }
-    // A file planned as new was missing when the plan was made, a moment ago: undoing its
-    // write removes it, and reading it again first would only cost time.
-    if change.action == Action::Create {
-        if let Err(error) = fs::write(&path, &change.contents) {
-            // A write that failed half way leaves a file behind.
-            let _ = fs::remove_file(&path);
-            return Err(error.into());
-        }
-        journal.push(Undo::RemoveFile(path));
-        return Ok(());
+    // A file planned as new was missing when the plan was made, under the lock.
+    if change.action == Action::Create || !path.exists() {
+        journal.record(Entry::Create(change.path.clone()))?;
+    } else {
+        journal.record(Entry::Replace(change.path.clone()))?;
     }
-    match fs::read(&path) {
-        Ok(old) => journal.push(Undo::Restore(path.clone(), old)),
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            journal.push(Undo::RemoveFile(path.clone()))
-        }
-        Err(error) => return Err(error.into()),
-    }
-    fs::write(&path, &change.contents)?;
-    Ok(())
-}
-
-fn rollback(journal: Vec<Undo>) -> anyhow::Result<()> {
-    for undo in journal.into_iter().rev() {
-        match undo {
-            Undo::RemoveFile(path) => match fs::remove_file(&path) {
-                Err(error) if error.kind() != io::ErrorKind::NotFound => {
-                    return Err(error)
-                        .with_context(|| format!("failed to remove `{}`", path.display()));
-                }
-                _ => {}
-            },
-            Undo::RemoveDir(path) => fs::remove_dir(&path)
-                .with_context(|| format!("failed to remove `{}`", path.display()))?,
-            Undo::Restore(path, bytes) => fs::write(&path, bytes)
-                .with_context(|| format!("failed to restore `{}`", path.display()))?,
-        }
-    }
+    write_atomically(&path, change.contents.as_bytes())?;
     Ok(())
 }
 
@@ -534,6 +795,120 @@ mod tests {
         apply(dir.path(), plan(), Options::default()).unwrap();
         assert!(!dir.path().join("old.rs").exists());
         assert!(dir.path().join("z/late.txt").exists());
+    }
+
+    /// A command killed half way leaves its journal; the next command's lock undoes it.
+    #[test]
+    fn an_interrupted_command_is_undone_by_the_next_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::write(root.join("main.rs"), "old main").unwrap();
+        fs::write(root.join("gone.rs"), "removed").unwrap();
+        let before = snapshot(root);
+        {
+            let mut journal = Journal::begin(root).unwrap();
+            journal.record(Entry::Replace("main.rs".into())).unwrap();
+            write_atomically(&root.join("main.rs"), b"new main").unwrap();
+            journal.record(Entry::Dir("config".into())).unwrap();
+            fs::create_dir(root.join("config")).unwrap();
+            journal
+                .record(Entry::Create("config/a.yaml".into()))
+                .unwrap();
+            // Killed between the temporary file and its rename.
+            fs::write(temporary(&root.join("config/a.yaml")), "half").unwrap();
+            journal.record(Entry::Remove("gone.rs".into())).unwrap();
+            fs::remove_file(root.join("gone.rs")).unwrap();
+            journal.record(Entry::Create("never.rs".into())).unwrap();
+        }
+        assert_ne!(snapshot(root), before);
+        let lock = lock(root).unwrap();
+        assert_eq!(snapshot(root), before, "the interrupted command was undone");
+        drop(lock);
+        // Nothing to undo the next time.
+        drop(super::lock(root).unwrap());
+        assert_eq!(snapshot(root), before);
+    }
+
+    /// Undoing goes on past a file it cannot restore, and names every one.
+    #[test]
+    fn undo_goes_on_past_a_failure_and_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir(root.join("sub")).unwrap();
+        fs::write(root.join("sub/a.rs"), "old a").unwrap();
+        fs::write(root.join("b.rs"), "old b").unwrap();
+        let mut journal = Journal::begin(root).unwrap();
+        journal.record(Entry::Replace("b.rs".into())).unwrap();
+        fs::write(root.join("b.rs"), "new b").unwrap();
+        journal.record(Entry::Replace("sub/a.rs".into())).unwrap();
+        // `sub/a.rs` cannot be restored: its folder became a file.
+        fs::remove_dir_all(root.join("sub")).unwrap();
+        fs::write(root.join("sub"), "in the way").unwrap();
+        journal.record(Entry::Create("c.rs".into())).unwrap();
+        fs::write(root.join("c.rs"), "new c").unwrap();
+        let failures = undo(root, &journal.entries);
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(
+            failures[0].starts_with("failed to restore `sub/a.rs`"),
+            "{failures:?}"
+        );
+        assert_eq!(fs::read_to_string(root.join("b.rs")).unwrap(), "old b");
+        assert!(!root.join("c.rs").exists());
+    }
+
+    #[test]
+    fn writes_through_symbolic_links_are_refused_before_any_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::os::unix::fs::symlink(outside.path(), root.join("config")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("missing"), root.join("dangling.rs"))
+            .unwrap();
+        for planned in ["config/x.yaml", "dangling.rs"] {
+            let before = snapshot(root);
+            let plan = Plan {
+                files: vec![
+                    file("a.rs", "a", Policy::Owned),
+                    file(planned, "x", Policy::Owned),
+                ],
+                ..Plan::default()
+            };
+            let error = apply(root, plan, Options::default()).unwrap_err();
+            let link = planned.split('/').next().unwrap();
+            assert!(
+                error
+                    .to_string()
+                    .starts_with(&format!("`{link}` is a symbolic link")),
+                "{error}"
+            );
+            assert_eq!(snapshot(root), before);
+            assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+        }
+    }
+
+    /// Pins the project lock: a second command waits for the first.
+    #[test]
+    fn a_second_command_waits_for_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let first = lock(&root).unwrap();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let waiting = std::thread::spawn(move || {
+            let second = lock(&root).unwrap();
+            sender.send(()).unwrap();
+            drop(second);
+        });
+        assert!(
+            receiver
+                .recv_timeout(std::time::Duration::from_millis(300))
+                .is_err(),
+            "the second lock was taken while the first was held"
+        );
+        drop(first);
+        receiver
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("the second lock once the first was released");
+        waiting.join().unwrap();
     }
 
     #[test]

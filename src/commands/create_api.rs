@@ -117,6 +117,8 @@ impl Request {
 pub fn run(args: CreateApiArgs) -> anyhow::Result<()> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let root = project::find_root(&cwd)?;
+    // One command at a time plans and writes a project.
+    let _lock = apply::lock(&root)?;
     let mut project = project::load(&root)?;
     let request = resolve(&args, &project)?;
     let disk = Disk::read(&root, &request)?;

@@ -80,6 +80,8 @@ struct Request {
 pub fn run(args: CreateWebhookArgs) -> anyhow::Result<()> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let root = project::find_root(&cwd)?;
+    // One command at a time plans and writes a project.
+    let _lock = apply::lock(&root)?;
     let mut project = project::load(&root)?;
     let request = resolve(&args, &project)?;
     let sources = rbac::read_sources(&root)?;

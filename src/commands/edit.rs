@@ -47,6 +47,8 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
     }
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let root = project::find_root(&cwd)?;
+    // One command at a time plans and writes a project.
+    let _lock = apply::lock(&root)?;
     let mut project = project::load(&root)?;
     let manifest = std::fs::read_to_string(root.join("Cargo.toml"))
         .context("failed to read the workspace Cargo.toml")?;

@@ -28,6 +28,8 @@ const DIFF_LINES: usize = 40;
 pub fn run(check: bool) -> anyhow::Result<()> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let root = project::find_root(&cwd)?;
+    // One command at a time plans and writes a project.
+    let _lock = apply::lock(&root)?;
     generate(&root, check)
 }
 

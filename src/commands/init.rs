@@ -72,6 +72,8 @@ impl Context {
 /// Runs `init` in the current directory.
 pub fn run(args: InitArgs) -> anyhow::Result<()> {
     let root = std::env::current_dir().context("failed to read the current directory")?;
+    // One command at a time plans and writes a project.
+    let _lock = apply::lock(&root)?;
     let (context, project) = resolve(&args, &root)?;
     if args.force {
         refuse_project_with_apis(&root)?;

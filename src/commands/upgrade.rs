@@ -35,6 +35,8 @@ pub struct UpgradeOptions {
 pub fn run(options: UpgradeOptions) -> anyhow::Result<()> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let root = project::find_root(&cwd)?;
+    // One command at a time plans and writes a project.
+    let _lock = apply::lock(&root)?;
     upgrade(&root, options)
 }
 

@@ -1,6 +1,7 @@
 //! Integration tests: the real `rsbuilder` binary, run in temporary directories.
 
 mod cli;
+mod crash;
 mod create_api;
 mod create_webhook;
 mod edit;

@@ -32,7 +32,7 @@ fn runtime_files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 /// Turns the project's runtime into the one an older rsbuilder would have written: other
 /// sources, a file the new runtime no longer has, an older version and a lower tokio pin,
 /// with `CHECKSUMS` and PROJECT agreeing, as that rsbuilder would have left them.
-fn make_runtime_older(ws: &Workspace) {
+pub(crate) fn make_runtime_older(ws: &Workspace) {
     let lib = ws.read("runtime/src/lib.rs");
     ws.write("runtime/src/lib.rs", &format!("{lib}\npub mod obsolete;\n"));
     ws.write("runtime/src/obsolete.rs", "//! Gone from newer runtimes.\n");

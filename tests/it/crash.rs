@@ -1,0 +1,265 @@
+//! rsbuilder killed at each of its writes in turn, and two commands run at once: a project is
+//! never left half written.
+//!
+//! The kills come from strace's fault injection: SIGKILL at the Nth call of each syscall that
+//! writes (`write`, `rename`, `mkdir`, `unlink` and their `*at` forms), for N = 1, 2, ... until
+//! the command runs to its end. After each kill the tree is the old one, the new one, or holds
+//! the command's journal; and unless it is the new one, running the command again (whose lock
+//! undoes the journal first) gives exactly the tree of an uninterrupted run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::Workspace;
+
+/// How many kill points a command may have before the test calls it a runaway.
+const MOST_KILL_POINTS: usize = 600;
+
+fn strace() -> Option<PathBuf> {
+    let found = Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if found {
+        return Some(PathBuf::from("strace"));
+    }
+    assert!(
+        std::env::var_os("RSBUILDER_REQUIRE_STRACE").is_none_or(|v| v != "1"),
+        "strace is not installed, and RSBUILDER_REQUIRE_STRACE=1"
+    );
+    None
+}
+
+/// Copies the tree at `from` into `to`, which exists.
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from).min_depth(1) {
+        let entry = entry.unwrap();
+        let target = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir(&target).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_rsbuilder"))
+}
+
+/// Runs rsbuilder with `args` in `dir`, killed at the `n`th call of a writing syscall; whether
+/// it was killed.
+fn run_killed_at(strace: &Path, dir: &Path, args: &[&str], n: usize) -> bool {
+    let calls = "write,rename,renameat,renameat2,mkdir,mkdirat,unlink,unlinkat";
+    let status = Command::new(strace)
+        .current_dir(dir)
+        .args([
+            "-f",
+            "-qq",
+            "-o",
+            "/dev/null",
+            "-e",
+            &format!("trace={calls}"),
+        ])
+        .args(["-e", &format!("inject={calls}:signal=KILL:when={n}")])
+        .arg(binary())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    !status.success()
+}
+
+/// The tree without the journal and its copies.
+fn without_journal(tree: &BTreeMap<PathBuf, Vec<u8>>) -> BTreeMap<PathBuf, Vec<u8>> {
+    tree.iter()
+        .filter(|(path, _)| {
+            !path.starts_with(".rsbuilder-journal") && !path.starts_with(".rsbuilder-undo")
+        })
+        .map(|(path, bytes)| (path.clone(), bytes.clone()))
+        .collect()
+}
+
+/// Kills `command` at every write in turn, in a project made by `setup`.
+fn survives_every_kill(setup: &[&[&str]], command: &[&str], prepare: fn(&Workspace)) {
+    let Some(strace) = strace() else {
+        println!("skipped: strace is not installed");
+        return;
+    };
+    let base = Workspace::new("crash-operator");
+    for args in setup {
+        base.run(args).success();
+    }
+    prepare(&base);
+    let old = base.snapshot();
+    let done = Workspace::new("crash-operator");
+    copy_tree(base.root(), done.root());
+    done.run(command).success();
+    let new = done.snapshot();
+    assert_ne!(old, new, "{command:?} changed nothing");
+
+    for n in 1..=MOST_KILL_POINTS {
+        let ws = Workspace::new("crash-operator");
+        copy_tree(base.root(), ws.root());
+        if !run_killed_at(&strace, ws.root(), command, n) {
+            assert_eq!(ws.snapshot(), new, "{command:?} ran to its end at n = {n}");
+            println!("{command:?}: killed at each of {} writes", n - 1);
+            return;
+        }
+        let killed = ws.snapshot();
+        let journaled = killed.contains_key(Path::new(".rsbuilder-journal"));
+        let whole = without_journal(&killed) == old || without_journal(&killed) == new;
+        assert!(
+            journaled || whole,
+            "{command:?} killed at write {n} left a half-written tree without a journal"
+        );
+        if killed == new {
+            // Killed once its writes were done (while it printed them).
+            continue;
+        }
+        ws.run(command).success();
+        assert_eq!(
+            ws.snapshot(),
+            new,
+            "{command:?} killed at write {n}, then run again, gave another tree"
+        );
+    }
+    panic!("{command:?} was still being killed after {MOST_KILL_POINTS} writes");
+}
+
+fn nothing(_: &Workspace) {}
+
+#[test]
+fn init_killed_at_any_write_leaves_no_half_project() {
+    survives_every_kill(&[], &["init", "--domain", "example.com"], nothing);
+}
+
+#[test]
+fn create_api_killed_at_any_write_leaves_no_half_project() {
+    survives_every_kill(
+        &[&["init", "--domain", "example.com"]],
+        &[
+            "create",
+            "api",
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "Cache",
+        ],
+        nothing,
+    );
+}
+
+#[test]
+fn create_webhook_killed_at_any_write_leaves_no_half_project() {
+    survives_every_kill(
+        &[
+            &["init", "--domain", "example.com"],
+            &[
+                "create",
+                "api",
+                "--group",
+                "apps",
+                "--version",
+                "v1",
+                "--kind",
+                "Cache",
+            ],
+        ],
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "Cache",
+            "--defaulting",
+            "--programmatic-validation",
+        ],
+        nothing,
+    );
+}
+
+#[test]
+fn edit_killed_at_any_write_leaves_no_half_project() {
+    survives_every_kill(
+        &[
+            &["init", "--domain", "example.com"],
+            &[
+                "create",
+                "api",
+                "--group",
+                "apps",
+                "--version",
+                "v1",
+                "--kind",
+                "Cache",
+            ],
+        ],
+        &["edit", "--namespaced"],
+        nothing,
+    );
+}
+
+#[test]
+fn upgrade_killed_at_any_write_leaves_no_half_project() {
+    survives_every_kill(
+        &[&["init", "--domain", "example.com"]],
+        &["upgrade"],
+        crate::upgrade::make_runtime_older,
+    );
+}
+
+/// Two `create api` at once in one project: both kinds end up in PROJECT and main.rs, whatever
+/// the order; without the lock one of them was lost in most runs.
+#[test]
+fn two_commands_at_once_both_take_effect() {
+    for round in 0..5 {
+        let ws = Workspace::new("concurrent-operator");
+        ws.run(&["init", "--domain", "example.com"]).success();
+        let start = |kind: &str| {
+            Command::new(binary())
+                .current_dir(ws.root())
+                .args([
+                    "create",
+                    "api",
+                    "--group",
+                    "apps",
+                    "--version",
+                    "v1",
+                    "--kind",
+                    kind,
+                ])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        };
+        let (mut first, mut second) = (start("Cache"), start("Queue"));
+        assert!(first.wait().unwrap().success(), "round {round}");
+        assert!(second.wait().unwrap().success(), "round {round}");
+        let project = ws.read("PROJECT");
+        let main = ws.read("operator/src/main.rs");
+        for kind in ["Cache", "Queue"] {
+            assert!(
+                project.contains(&format!("kind: {kind}")),
+                "round {round}: {kind} lost from PROJECT"
+            );
+        }
+        for module in ["cache", "queue"] {
+            assert!(
+                main.contains(module),
+                "round {round}: {module} lost from main.rs"
+            );
+        }
+        assert!(!ws.root().join(".rsbuilder-journal").exists());
+    }
+}
