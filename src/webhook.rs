@@ -56,6 +56,36 @@ pub fn markers(path: &Path, content: &str) -> Result<Vec<Marker>, UserError> {
     Ok(found)
 }
 
+/// API groups whose objects the API server never sends to admission webhooks, so that a
+/// webhook cannot lock the cluster out of fixing its own webhook configurations.
+const UNCALLED_GROUPS: &[&str] = &["admissionregistration.k8s.io"];
+
+/// `items`, refused when one is empty (`versions=` or `versions=v1;`).
+fn items(key: &str, items: Vec<String>) -> Result<Vec<String>, String> {
+    if items.iter().any(String::is_empty) {
+        return Err(format!("`{key}` has an empty item: list them as `a;b`"));
+    }
+    Ok(items)
+}
+
+/// A webhook path as the API server takes it: `/`, then segments that are each a DNS-1123
+/// subdomain (lowercase letters, digits, `-` and `.`).
+fn checked_path(path: &str) -> Result<String, String> {
+    let Some(rest) = path.strip_prefix('/') else {
+        return Err(format!("path `{path}` must start with `/`"));
+    };
+    if !rest.is_empty() {
+        for segment in rest.split('/') {
+            if !crate::names::is_dns1123_subdomain(segment) {
+                return Err(format!(
+                    "path `{path}`: the segment `{segment}` is not a DNS-1123 subdomain (lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit), which the API server requires"
+                ));
+            }
+        }
+    }
+    Ok(path.to_owned())
+}
+
 fn parse(body: &str) -> Result<Marker, String> {
     let mut marker = Marker::default();
     let mut seen = std::collections::BTreeSet::new();
@@ -86,8 +116,7 @@ fn parse(body: &str) -> Result<Marker, String> {
                 })
         };
         match key {
-            "path" if value.starts_with('/') => marker.path = value.to_owned(),
-            "path" => return Err(format!("path `{value}` must start with `/`")),
+            "path" => marker.path = checked_path(value)?,
             "mutating" => {
                 marker.mutating = value
                     .parse()
@@ -114,8 +143,17 @@ fn parse(body: &str) -> Result<Marker, String> {
                     .into_iter()
                     .map(|g| if g == "core" { String::new() } else { g })
                     .collect();
+                if let Some(group) = marker
+                    .groups
+                    .iter()
+                    .find(|g| UNCALLED_GROUPS.contains(&g.as_str()))
+                {
+                    return Err(format!(
+                        "the API server calls no admission webhook for objects of `{group}`: no webhook can admit them"
+                    ));
+                }
             }
-            "resources" => marker.resources = list(),
+            "resources" => marker.resources = items(key, list())?,
             "verbs" => {
                 marker.verbs = list()
                     .into_iter()
@@ -131,10 +169,24 @@ fn parse(body: &str) -> Result<Marker, String> {
                         }
                     })
                     .collect::<Result<_, _>>()?;
+                if marker.verbs.len() > 1 && marker.verbs.iter().any(|verb| verb == "*") {
+                    return Err("`*` in `verbs` stands for every verb: give it alone".into());
+                }
             }
-            "versions" => marker.versions = list(),
+            "versions" => marker.versions = items(key, list())?,
             "name" => marker.name = value.to_owned(),
-            "admissionReviewVersions" => marker.admission_review_versions = list(),
+            "admissionReviewVersions" => {
+                marker.admission_review_versions = items(key, list())?;
+                if let Some(version) = marker
+                    .admission_review_versions
+                    .iter()
+                    .find(|v| !["v1", "v1beta1"].contains(&v.as_str()))
+                {
+                    return Err(format!(
+                        "admissionReviewVersions `{version}` does not exist: use v1 (or v1beta1)"
+                    ));
+                }
+            }
             "webhookVersions" if value == "v1" => {}
             "webhookVersions" => return Err(format!("`webhookVersions={value}`: only v1 exists")),
             other => {
@@ -400,6 +452,53 @@ webhooks:
             (
                 &format!("{},colour=red", &MUTATE[22..]),
                 "unknown key `colour`",
+            ),
+            (
+                &MUTATE[22..].replace(
+                    "path=/mutate-example-example-com-v1-application",
+                    "path=/Mutate_Foo",
+                ),
+                "path `/Mutate_Foo`: the segment `Mutate_Foo` is not a DNS-1123 subdomain",
+            ),
+            (
+                &MUTATE[22..].replace(
+                    "path=/mutate-example-example-com-v1-application",
+                    "path=/-a",
+                ),
+                "path `/-a`: the segment `-a` is not a DNS-1123 subdomain",
+            ),
+            (
+                &MUTATE[22..].replace(
+                    "path=/mutate-example-example-com-v1-application",
+                    "path=/x/../y",
+                ),
+                "path `/x/../y`: the segment `..` is not a DNS-1123 subdomain",
+            ),
+            (
+                &MUTATE[22..].replace(
+                    "path=/mutate-example-example-com-v1-application",
+                    "path=/x//y",
+                ),
+                "path `/x//y`: the segment `` is not a DNS-1123 subdomain",
+            ),
+            (
+                &MUTATE[22..].replace("versions=v1,", "versions=,"),
+                "`versions` has an empty item",
+            ),
+            (
+                &MUTATE[22..].replace("admissionReviewVersions=v1", "admissionReviewVersions=v9"),
+                "admissionReviewVersions `v9` does not exist",
+            ),
+            (
+                &MUTATE[22..].replace("verbs=create;update", "verbs=create;*"),
+                "`*` in `verbs` stands for every verb: give it alone",
+            ),
+            (
+                &MUTATE[22..].replace(
+                    "groups=example.example.com",
+                    "groups=admissionregistration.k8s.io",
+                ),
+                "the API server calls no admission webhook for objects of `admissionregistration.k8s.io`",
             ),
         ];
         for (body, want) in cases {

@@ -220,6 +220,13 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
             kind.group
         };
         gvk = format!("{shown}/{}, Kind={}", kind.version, kind.kind);
+        if kind.group == "admissionregistration.k8s.io" {
+            return Err(UserError::new(format!(
+                "the API server calls no admission webhook for {gvk}: objects of admissionregistration.k8s.io are never sent to webhooks, so that a webhook cannot lock the cluster out of fixing its webhooks"
+            ))
+            .help("check those objects in a controller instead: `rsbuilder create api --group admissionregistration --version v1 --kind <Kind> --resource=false`")
+            .into());
+        }
         if add.conversion {
             return Err(UserError::new(format!(
                 "--conversion converts between the versions of a custom resource, and {gvk} is Kubernetes' own"

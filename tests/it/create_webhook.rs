@@ -487,4 +487,10 @@ fn kinds_of_kubernetes_get_webhooks_without_an_api_in_project() {
         "a defaulting webhook for apps/v1, Kind=Deployment already exists",
         "pass --force to scaffold it again",
     );
+    refuses(
+        &ws,
+        "--group admissionregistration --version v1 --kind ValidatingWebhookConfiguration --programmatic-validation",
+        "the API server calls no admission webhook for admissionregistration.k8s.io/v1, Kind=ValidatingWebhookConfiguration: objects of admissionregistration.k8s.io are never sent to webhooks, so that a webhook cannot lock the cluster out of fixing its webhooks",
+        "check those objects in a controller instead",
+    );
 }
