@@ -141,10 +141,27 @@ fn plan(
             continue;
         }
         let path = &will.path;
-        let Some(current) = apply::read_existing(root, path)? else {
-            continue;
-        };
         let shown = path.display().to_string();
+        let Some(current) = apply::read_existing(root, path)? else {
+            if OPTIONAL.contains(&shown.as_str()) {
+                continue;
+            }
+            return Err(UserError::new(format!(
+                "`{shown}` is missing, and this change of settings changes it"
+            ))
+            .help(format!(
+                "restore `{shown}` (from version control, or from `rsbuilder init` in an empty folder), then run the command again"
+            ))
+            .into());
+        };
+        // A checkout with CRLF line ends (git's `core.autocrlf`) is compared as LF, and keeps
+        // its line ends.
+        let crlf = current.contains("\r\n");
+        let current = if crlf {
+            current.replace("\r\n", "\n")
+        } else {
+            current
+        };
         let contents = if current == was.contents {
             will.contents.clone()
         } else if let Some(carried) = diff::carry_over(&was.contents, &will.contents, &current) {
@@ -167,6 +184,11 @@ fn plan(
                 ),
             ));
             continue;
+        };
+        let contents = if crlf {
+            contents.replace('\n', "\r\n")
+        } else {
+            contents
         };
         plan.files.push(PlannedFile {
             path: path.clone(),

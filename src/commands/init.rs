@@ -74,6 +74,7 @@ pub fn run(args: InitArgs) -> anyhow::Result<()> {
     let root = std::env::current_dir().context("failed to read the current directory")?;
     // One command at a time plans and writes a project.
     let _lock = apply::lock(&root)?;
+    refuse_nested_project(&root)?;
     let (context, project) = resolve(&args, &root)?;
     if args.force {
         refuse_project_with_apis(&root)?;
@@ -145,6 +146,27 @@ fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
         deploy_images: Vec::new(),
     };
     Ok((context, project))
+}
+
+/// A project inside another rsbuilder project would turn one of its folders (`operator/`, say)
+/// into a second workspace root, which breaks the outer one, even with `--force`.
+fn refuse_nested_project(root: &Path) -> anyhow::Result<()> {
+    let Some(outer) = root
+        .ancestors()
+        .skip(1)
+        .find(|dir| dir.join(project::FILE).is_file())
+    else {
+        return Ok(());
+    };
+    Err(UserError::new(format!(
+        "the current directory is inside the rsbuilder project at `{}`: a project in it would break its Cargo workspace",
+        outer.display()
+    ))
+    .help(format!(
+        "run `rsbuilder init` outside `{}`, or run the command you need from there",
+        outer.display()
+    ))
+    .into())
 }
 
 fn refuse_existing_project(root: &Path) -> anyhow::Result<()> {

@@ -160,7 +160,8 @@ fn changed_files(recorded: &RuntimeRecord, on_disk: &BTreeMap<PathBuf, Vec<u8>>)
     let Some(checksums) = on_disk.get(&checksums_path) else {
         return vec![name(&checksums_path)];
     };
-    let text = String::from_utf8_lossy(checksums);
+    // A checkout that turned line ends into CRLF (git's `core.autocrlf`) changed nothing.
+    let text = String::from_utf8_lossy(&unix_line_ends(checksums)).into_owned();
     let listed = (runtime::record(&text) == recorded.checksum)
         .then(|| runtime::parse_checksums(&text))
         .flatten();
@@ -171,7 +172,7 @@ fn changed_files(recorded: &RuntimeRecord, on_disk: &BTreeMap<PathBuf, Vec<u8>>)
     for (relative, hash) in &listed {
         let path = Path::new(runtime::DIR).join(relative);
         match on_disk.get(&path) {
-            Some(bytes) if runtime::sha256(bytes) == *hash => {}
+            Some(bytes) if runtime::sha256(&unix_line_ends(bytes)) == *hash => {}
             _ => {
                 changed.insert(name(&path));
             }
@@ -184,6 +185,22 @@ fn changed_files(recorded: &RuntimeRecord, on_disk: &BTreeMap<PathBuf, Vec<u8>>)
         }
     }
     changed.into_iter().collect()
+}
+
+/// `bytes` with every CRLF turned into LF.
+fn unix_line_ends(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if !bytes.windows(2).any(|pair| pair == b"\r\n") {
+        return std::borrow::Cow::Borrowed(bytes);
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut iter = bytes.iter().peekable();
+    while let Some(&byte) = iter.next() {
+        if byte == b'\r' && iter.peek() == Some(&&b'\n') {
+            continue;
+        }
+        out.push(byte);
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 fn plan(

@@ -211,3 +211,42 @@ fn a_license_init_does_not_write_is_left_alone_and_not_changed() {
             .contains("WATCH_NAMESPACE")
     );
 }
+
+/// A checkout with CRLF line ends (git's `core.autocrlf`) is no hand edit: `edit` changes the
+/// same lines and keeps the line ends.
+#[test]
+fn a_crlf_checkout_is_edited_like_the_lf_one_and_keeps_its_line_ends() {
+    let lf = project(&[]);
+    let crlf = project(&[]);
+    let to_crlf = |ws: &Workspace| {
+        for (path, bytes) in ws.snapshot() {
+            let full = ws.root().join(&path);
+            if full.is_file()
+                && let Ok(text) = String::from_utf8(bytes)
+            {
+                std::fs::write(&full, text.replace('\n', "\r\n")).unwrap();
+            }
+        }
+    };
+    to_crlf(&crlf);
+    lf.run(&["edit", "--namespaced"]).success();
+    crlf.run(&["edit", "--namespaced"]).success();
+    let expected = lf.read("operator/src/main.rs").replace('\n', "\r\n");
+    assert_eq!(crlf.read("operator/src/main.rs"), expected);
+    assert_eq!(
+        crlf.read("config/manager/manager.yaml"),
+        lf.read("config/manager/manager.yaml").replace('\n', "\r\n")
+    );
+}
+
+#[test]
+fn a_file_edit_must_change_but_is_missing_is_refused() {
+    let ws = project(&[]);
+    std::fs::remove_file(ws.root().join("operator/src/main.rs")).unwrap();
+    refuses(
+        &ws,
+        &["--namespaced"],
+        "`operator/src/main.rs` is missing, and this change of settings changes it",
+        "restore `operator/src/main.rs` (from version control, or from `rsbuilder init` in an empty folder), then run the command again",
+    );
+}

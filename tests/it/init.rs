@@ -366,3 +366,27 @@ fn kubebuilder_init_flags_are_accepted_and_unknown_plugins_refused() {
     .success();
     assert!(ws.read("PROJECT").contains("domain: learn.com\n"));
 }
+
+#[test]
+fn init_inside_a_project_is_refused_even_with_force() {
+    let ws = Workspace::new("outer-operator");
+    ws.run(&["init", "--domain", "example.com"]).success();
+    let before = ws.snapshot();
+    for args in [
+        &["init", "--domain", "example.com"][..],
+        &["init", "--domain", "example.com", "--force"][..],
+    ] {
+        let assert = crate::support::rsbuilder(&ws.root().join("operator"), args).code(1);
+        let err = stderr(&assert);
+        assert!(
+            err.contains("error: the current directory is inside the rsbuilder project at `")
+                && err.contains("a project in it would break its Cargo workspace"),
+            "{err}"
+        );
+        assert!(
+            err.contains("help: run `rsbuilder init` outside `"),
+            "{err}"
+        );
+        assert_eq!(ws.snapshot(), before, "{args:?} changed the tree");
+    }
+}

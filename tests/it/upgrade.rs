@@ -272,3 +272,23 @@ fn a_newer_runtime_is_not_downgraded_without_force() {
     assert!(stderr(&assert).starts_with("warning: the project's runtime (0.10.0) is newer"));
     assert!(ws.read("PROJECT").contains("runtimeVersion: 0.1.0\n"));
 }
+
+/// A checkout with CRLF line ends (git's `core.autocrlf`) is not a changed runtime.
+#[test]
+fn a_runtime_checked_out_with_crlf_line_ends_is_unchanged() {
+    let ws = project("crlf");
+    make_runtime_older(&ws);
+    for entry in walkdir::WalkDir::new(ws.root().join("runtime")) {
+        let entry = entry.unwrap();
+        if entry.file_type().is_file() {
+            let text = std::fs::read_to_string(entry.path()).unwrap();
+            std::fs::write(entry.path(), text.replace('\n', "\r\n")).unwrap();
+        }
+    }
+    let assert = ws.run(&["upgrade"]).success();
+    assert!(
+        stderr(&assert).contains("upgraded the runtime"),
+        "{}",
+        stderr(&assert)
+    );
+}
