@@ -120,6 +120,10 @@ pub struct Resource {
     /// The webhooks of this version, when `create webhook` made any.
     #[serde(default)]
     pub webhooks: Option<ResourceWebhooks>,
+    /// Keys rsbuilder does not know (kubebuilder's `path`, a later rsbuilder's), written back
+    /// as they were read, after the others.
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, serde_yaml::Value>,
 }
 
 /// A controller of a kind named with `--controller-name`.
@@ -176,6 +180,15 @@ pub struct ResourceApi {
 }
 
 impl Resource {
+    /// The resource's domain, or `domain` (the project's) when it records none.
+    fn domain_or(&self, domain: &str) -> String {
+        if self.domain.is_empty() {
+            domain.to_owned()
+        } else {
+            self.domain.clone()
+        }
+    }
+
     /// The group with its domain when it has one: `networking.k8s.io` for Kubernetes' own
     /// `networking`, `appotp.learn.com` for a project's `appotp`.
     pub fn group_with_domain(&self) -> String {
@@ -247,6 +260,40 @@ pub fn load(root: &Path) -> anyhow::Result<Project> {
     parse(&text)
 }
 
+/// The first resource whose kind, version or group does not pass the checks of `create api`,
+/// or that is listed twice.
+fn check_resources(resources: &[Resource], domain: &str) -> Option<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for resource in resources {
+        let named = format!(
+            "resource {}/{} {}",
+            resource.group, resource.version, resource.kind
+        );
+        let checks = [
+            crate::names::validate_kind(&resource.kind).err(),
+            crate::names::validate_version(&resource.version).err(),
+            // Kubernetes' own groups (`apps`, `networking.k8s.io`) are not under the domain.
+            (!resource.core)
+                .then(|| {
+                    crate::names::validate_group(&resource.group, &resource.domain_or(domain)).err()
+                })
+                .flatten(),
+        ];
+        if let Some(error) = checks.into_iter().flatten().next() {
+            return Some(format!("{named}: {error}"));
+        }
+        if !seen.insert((
+            &resource.group,
+            &resource.domain,
+            &resource.version,
+            &resource.kind,
+        )) {
+            return Some(format!("{named} is listed twice"));
+        }
+    }
+    None
+}
+
 fn parse(text: &str) -> anyhow::Result<Project> {
     let stored: Stored = serde_yaml::from_str(text).map_err(|error| {
         UserError::new(format!("PROJECT is not valid: {error}"))
@@ -261,6 +308,11 @@ fn parse(text: &str) -> anyhow::Result<Project> {
         .into());
     }
     // A hand-edited value would reach generated code and file names: check it again.
+    if let Some(error) = check_resources(&stored.resources, &stored.domain) {
+        return Err(UserError::new(format!("PROJECT is not valid: {error}"))
+            .help("correct the resource in PROJECT, or restore the file from version control")
+            .into());
+    }
     let controller_names = stored
         .resources
         .iter()
@@ -478,6 +530,13 @@ impl Project {
                     crate::yaml::scalar(&webhooks.webhook_version)
                 );
             }
+            for (name, value) in &resource.extra {
+                let entry = BTreeMap::from([(name, value)]);
+                let text = serde_yaml::to_string(&entry).unwrap_or_default();
+                for line in text.lines() {
+                    let _ = writeln!(out, "  {line}");
+                }
+            }
         }
         out.push_str("version: \"3\"\n");
         out
@@ -536,6 +595,7 @@ mod tests {
                     validation_path: Some("/custom-validate-appotp".into()),
                     webhook_version: "v1".into(),
                 }),
+                extra: Default::default(),
             },
             Resource {
                 api: Some(ResourceApi {
@@ -552,6 +612,7 @@ mod tests {
                 plural: Some("persons".into()),
                 version: "v1beta1".into(),
                 webhooks: None,
+                extra: Default::default(),
             },
         ];
         let yaml = project.to_yaml();
@@ -579,6 +640,7 @@ mod tests {
                 plural: None,
                 version: "v1".into(),
                 webhooks: None,
+                extra: Default::default(),
             },
             Resource {
                 api: None,
@@ -591,6 +653,7 @@ mod tests {
                 plural: None,
                 version: "v1".into(),
                 webhooks: None,
+                extra: Default::default(),
             },
         ];
         project.deploy_images = vec![DeployImage {
@@ -662,6 +725,34 @@ mod tests {
                 good.replace("version: \"3\"", "version: \"3\"\nmultigroup: true"),
                 "PROJECT is not valid: unknown field `multigroup`",
             ),
+            (
+                good.replace(
+                    "version: \"3\"",
+                    "resources:\n- group: apps\n  kind: app_otp\n  version: v1\nversion: \"3\"",
+                ),
+                "PROJECT is not valid: resource apps/v1 app_otp: invalid kind `app_otp`",
+            ),
+            (
+                good.replace(
+                    "version: \"3\"",
+                    "resources:\n- group: apps\n  kind: AppOTP\n  version: one\nversion: \"3\"",
+                ),
+                "PROJECT is not valid: resource apps/one AppOTP: invalid version `one`",
+            ),
+            (
+                good.replace(
+                    "version: \"3\"",
+                    "resources:\n- group: Apps_X\n  kind: AppOTP\n  version: v1\nversion: \"3\"",
+                ),
+                "PROJECT is not valid: resource Apps_X/v1 AppOTP: ",
+            ),
+            (
+                good.replace(
+                    "version: \"3\"",
+                    "resources:\n- group: apps\n  kind: AppOTP\n  version: v1\n- group: apps\n  kind: AppOTP\n  version: v1\nversion: \"3\"",
+                ),
+                "PROJECT is not valid: resource apps/v1 AppOTP is listed twice",
+            ),
         ] {
             let error = parse(&edit).unwrap_err();
             assert!(error.to_string().starts_with(message), "{error}");
@@ -670,6 +761,28 @@ mod tests {
                 .and_then(UserError::help_text);
             assert!(help.is_some(), "{error}");
         }
+    }
+
+    /// Keys of a resource that rsbuilder does not know (kubebuilder's `path`, a later
+    /// rsbuilder's) survive a write.
+    #[test]
+    fn unknown_keys_of_a_resource_round_trip() {
+        let text = project().to_yaml().replace(
+            "version: \"3\"",
+            "resources:\n- group: apps\n  kind: AppOTP\n  version: v1\n  path: example.com/api/v1\n  external: true\n  future:\n    nested:\n    - 'on'\nversion: \"3\"",
+        );
+        let project = parse(&text).unwrap();
+        let extra = &project.resources[0].extra;
+        assert_eq!(
+            extra.keys().collect::<Vec<_>>(),
+            ["external", "future", "path"]
+        );
+        let written = project.to_yaml();
+        assert!(
+            written.contains("  version: v1\n  external: true\n  future:\n    nested:\n    - on\n  path: example.com/api/v1\n"),
+            "{written}"
+        );
+        assert_eq!(parse(&written).unwrap(), project);
     }
 
     #[test]
@@ -697,7 +810,7 @@ mod tests {
     }
 
     /// Every string PROJECT keeps without checking it reads back as it was written, whatever it
-    /// holds, at whatever depth it sits.
+    /// holds, at whatever depth it sits, in a key rsbuilder does not know too.
     #[test]
     fn any_string_round_trips() {
         for tricky in crate::yaml::TRICKY {
@@ -719,12 +832,14 @@ mod tests {
                 }),
                 controller: true,
                 controllers: Vec::new(),
+                // Kind, group and version are checked when PROJECT is read; what `core`
+                // resources record is not under the domain.
                 core: false,
-                domain: format!("{tricky}."),
-                group: format!("{tricky}-"),
-                kind: format!("K{tricky}"),
+                domain: "learn.com".into(),
+                group: "apps".into(),
+                kind: "AppOTP".into(),
                 plural: Some(value()),
-                version: format!("{tricky}v"),
+                version: "v1".into(),
                 webhooks: Some(ResourceWebhooks {
                     conversion: true,
                     defaulting: true,
@@ -734,6 +849,10 @@ mod tests {
                     validation_path: Some(value()),
                     webhook_version: value(),
                 }),
+                extra: BTreeMap::from([(
+                    "unknownKey".to_owned(),
+                    serde_yaml::Value::String(value()),
+                )]),
             }];
             project.deploy_images = vec![DeployImage {
                 domain: format!("{tricky}d"),

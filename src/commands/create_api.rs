@@ -1243,6 +1243,7 @@ fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Pla
                 plural: None,
                 version: kind.version.to_owned(),
                 webhooks: None,
+                extra: Default::default(),
             }),
         }
         plan.files.push(PlannedFile {
@@ -1286,6 +1287,7 @@ fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Pla
                 plural: None,
                 version: names.version.clone(),
                 webhooks: None,
+                extra: Default::default(),
             });
             project.resources.last_mut().expect("just pushed")
         }

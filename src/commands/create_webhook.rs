@@ -655,6 +655,7 @@ fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Pla
                     plural: None,
                     version: builtin.version.to_owned(),
                     webhooks: None,
+                    extra: Default::default(),
                 });
             }
             (group, builtin.version.to_owned(), builtin.kind.to_owned())
