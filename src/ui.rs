@@ -87,16 +87,41 @@ pub fn shown(value: &str) -> String {
         .collect()
 }
 
-/// Prints `error: ...` with the whole cause chain, then the `help:` line if there is one.
+/// Prints `error: ...` with the whole cause chain, then the `help:` line: the refusal's own,
+/// or, for a failure of the file system, what to check.
 pub fn error(error: &anyhow::Error) {
     line(format_args!("error: {error:#}"));
+    if let Some(help) = help(error) {
+        line(format_args!("help: {help}"));
+    }
+}
+
+fn help(error: &anyhow::Error) -> Option<String> {
     if let Some(help) = error
         .chain()
         .find_map(|cause| cause.downcast_ref::<UserError>())
         .and_then(UserError::help_text)
     {
-        line(format_args!("help: {help}"));
+        return Some(help.to_owned());
     }
+    let io = error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<io::Error>())?;
+    Some(
+        match io.kind() {
+            io::ErrorKind::PermissionDenied => {
+                "make the file or folder named above writable for you, then run the command again"
+            }
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => {
+                "free some disk space, then run the command again"
+            }
+            io::ErrorKind::ReadOnlyFilesystem => {
+                "run the command where the file system can be written"
+            }
+            _ => "check the file or folder named above, then run the command again",
+        }
+        .to_owned(),
+    )
 }
 
 /// One line per file: `created config/rbac/role.yaml`.
@@ -127,5 +152,38 @@ pub fn data(bytes: &[u8]) -> anyhow::Result<()> {
             Err(anyhow::Error::new(error).context("failed to write to stdout"))
         }
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context as _;
+
+    #[test]
+    fn every_error_gets_a_help_line() {
+        let refusal: anyhow::Error = UserError::new("bad").help("do this").into();
+        assert_eq!(help(&refusal).as_deref(), Some("do this"));
+        let denied = Err::<(), _>(io::Error::from(io::ErrorKind::PermissionDenied))
+            .context("failed to write `PROJECT`")
+            .unwrap_err();
+        assert_eq!(
+            help(&denied).as_deref(),
+            Some(
+                "make the file or folder named above writable for you, then run the command again"
+            )
+        );
+        let full = Err::<(), _>(io::Error::from(io::ErrorKind::StorageFull))
+            .context("failed to write `PROJECT`")
+            .unwrap_err();
+        assert_eq!(
+            help(&full).as_deref(),
+            Some("free some disk space, then run the command again")
+        );
+        let other = Err::<(), _>(io::Error::other("odd"))
+            .context("failed to read `x`")
+            .unwrap_err();
+        assert!(help(&other).is_some());
+        assert_eq!(help(&anyhow::anyhow!("a bug")), None);
     }
 }
