@@ -229,6 +229,13 @@ fn parse(body: &str) -> Result<Marker, String> {
     Ok(marker)
 }
 
+impl Marker {
+    /// The webhook's name (`name=`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 /// Every webhook marker under `operator/src` of `sources` (relative path → text).
 pub fn markers_from_sources<'a>(
     sources: impl IntoIterator<Item = (&'a Path, &'a str)>,

@@ -531,6 +531,31 @@ fn plan(
     sources: &BTreeMap<PathBuf, String>,
 ) -> anyhow::Result<Plan> {
     let names = &request.names;
+    let module = module_path(names);
+    // kubebuilder's names (`mbar-v1.kb.io`) omit the group: the same kind in another group
+    // takes the group into its names.
+    let taken: Vec<String> = crate::webhook::markers_from_sources(
+        sources
+            .iter()
+            .filter(|(path, _)| path.as_path() != module)
+            .map(|(path, text)| (path.as_path(), text.as_str())),
+    )?
+    .iter()
+    .map(|marker| marker.name().to_owned())
+    .collect();
+    let webhook_name = |prefix: char| {
+        let short = format!("{prefix}{}-{}.kb.io", names.kind_lower, names.version);
+        if taken.contains(&short) {
+            format!(
+                "{prefix}{}-{}-{}.kb.io",
+                names.kind_lower,
+                names.qualified_group.replace('.', "-"),
+                names.version
+            )
+        } else {
+            short
+        }
+    };
     let context = Context {
         names: names.clone(),
         project_name: project.project_name.clone(),
@@ -539,8 +564,8 @@ fn plan(
         namespaced: request.namespaced,
         defaulting_path: request.defaulting_path.clone(),
         validation_path: request.validation_path.clone(),
-        mutating_name: format!("m{}-{}.kb.io", names.kind_lower, names.version),
-        validating_name: format!("v{}-{}.kb.io", names.kind_lower, names.version),
+        mutating_name: webhook_name('m'),
+        validating_name: webhook_name('v'),
         spokes: request
             .spokes
             .iter()
@@ -557,7 +582,6 @@ fn plan(
         ("kind", &names.kind_file),
         ("plural", &names.plural),
     ];
-    let module = module_path(names);
     let policy = |path: &str| {
         if Path::new(path) == module || path.starts_with("config/crd/patches/") {
             Policy::Owned

@@ -494,3 +494,52 @@ fn kinds_of_kubernetes_get_webhooks_without_an_api_in_project() {
         "check those objects in a controller instead",
     );
 }
+
+/// kubebuilder names webhooks `m<kind>-<version>.kb.io`; the same kind in another group takes
+/// its group into its names instead of being refused for a name it cannot choose.
+#[test]
+fn the_same_kind_in_two_groups_gets_webhooks_with_their_own_names() {
+    let ws = project();
+    for group in ["example", "other"] {
+        if group == "other" {
+            ws.run(&[
+                "create",
+                "api",
+                "--group",
+                "other",
+                "--version",
+                "v1",
+                "--kind",
+                "Cache",
+            ])
+            .success();
+        }
+        webhook(
+            &ws,
+            &format!(
+                "--group {group} --version v1 --kind Cache --defaulting --programmatic-validation"
+            ),
+        )
+        .success();
+    }
+    let manifests = ws.read("config/webhook/manifests.yaml");
+    for name in [
+        "mcache-v1.kb.io",
+        "vcache-v1.kb.io",
+        "mcache-other-example-com-v1.kb.io",
+        "vcache-other-example-com-v1.kb.io",
+    ] {
+        assert_eq!(
+            manifests.matches(&format!("  name: {name}\n")).count(),
+            1,
+            "{name} in\n{manifests}"
+        );
+    }
+    // Running it again for the first kind keeps its names.
+    webhook(
+        &ws,
+        "--group example --version v1 --kind Cache --defaulting --programmatic-validation --force",
+    )
+    .success();
+    assert_eq!(ws.read("config/webhook/manifests.yaml"), manifests);
+}
