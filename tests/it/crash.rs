@@ -132,6 +132,78 @@ fn survives_every_kill(setup: &[&[&str]], command: &[&str], prepare: fn(&Workspa
 
 fn nothing(_: &Workspace) {}
 
+/// Ctrl-C (SIGINT) at any rename of `create api`: the command stops, undoes what it wrote and
+/// says so (exit 1, the old tree), or, after its last rename, finishes (exit 0, the new tree).
+/// Never a half-written tree.
+#[test]
+fn ctrl_c_while_writing_undoes_the_writes() {
+    let Some(strace) = strace() else {
+        println!("skipped: strace is not installed");
+        return;
+    };
+    let base = Workspace::new("interrupted-operator");
+    base.run(&["init", "--domain", "example.com"]).success();
+    let old = base.snapshot();
+    let command = [
+        "create",
+        "api",
+        "--group",
+        "apps",
+        "--version",
+        "v1",
+        "--kind",
+        "Cache",
+    ];
+    let done = Workspace::new("interrupted-operator");
+    copy_tree(base.root(), done.root());
+    done.run(&command).success();
+    let new = done.snapshot();
+    let calls = "rename,renameat,renameat2";
+    for n in 1..=MOST_KILL_POINTS {
+        let ws = Workspace::new("interrupted-operator");
+        copy_tree(base.root(), ws.root());
+        let output = Command::new(&strace)
+            .current_dir(ws.root())
+            .args([
+                "-f",
+                "-qq",
+                "-o",
+                "/dev/null",
+                "-e",
+                &format!("trace={calls}"),
+            ])
+            .args(["-e", &format!("inject={calls}:signal=INT:when={n}")])
+            .arg(binary())
+            .args(command)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        if output.status.success() {
+            assert_eq!(ws.snapshot(), new, "interrupted at rename {n}");
+            assert!(n > 1, "no Ctrl-C was undone");
+            println!("Ctrl-C at each of {} renames was undone", n - 1);
+            return;
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "Ctrl-C at rename {n} ended the process: {stderr}"
+        );
+        assert!(
+            stderr.contains("error: failed to write `")
+                && stderr.contains("nothing was changed: interrupted"),
+            "Ctrl-C at rename {n}: {stderr}"
+        );
+        assert_eq!(
+            ws.snapshot(),
+            old,
+            "Ctrl-C at rename {n} left a changed tree"
+        );
+    }
+    panic!("still interrupted after {MOST_KILL_POINTS} renames");
+}
+
 #[test]
 fn init_killed_at_any_write_leaves_no_half_project() {
     survives_every_kill(&[], &["init", "--domain", "example.com"], nothing);
