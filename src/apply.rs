@@ -39,12 +39,17 @@ struct Change {
     path: PathBuf,
     action: Action,
     contents: String,
+    /// What the file held before, for a change that replaces it: a plan whose insertions
+    /// give back the same bytes leaves the file unchanged, `--force` or not.
+    before: Option<String>,
 }
 
 /// Applies `plan` under `root`. Files are written in path order, `PROJECT` last.
 pub fn apply(root: &Path, plan: Plan, options: Options) -> anyhow::Result<()> {
     let changes = resolve(root, plan, options)?;
     if options.dry_run {
+        // The listing is what the command was asked for: data, on stdout.
+        let mut listing = String::new();
         for change in &changes {
             let verb = match change.action {
                 Action::Create => "would create",
@@ -54,9 +59,9 @@ pub fn apply(root: &Path, plan: Plan, options: Options) -> anyhow::Result<()> {
                 Action::Unchanged => "unchanged",
                 Action::Remove => "would remove",
             };
-            ui::file(verb, &change.path);
+            listing.push_str(&format!("{verb} {}\n", change.path.display()));
         }
-        return Ok(());
+        return ui::data(listing.as_bytes());
     }
     write_all(root, &changes)?;
     for change in &changes {
@@ -93,9 +98,9 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
                 continue;
             }
         };
-        let contents = match action {
-            Action::Keep | Action::Unchanged => existing.unwrap_or_default(),
-            _ => file.contents,
+        let (contents, before) = match action {
+            Action::Keep | Action::Unchanged => (existing.unwrap_or_default(), None),
+            _ => (file.contents, existing),
         };
         changes.insert(
             file.path.clone(),
@@ -103,6 +108,7 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
                 path: file.path,
                 action,
                 contents,
+                before,
             },
         );
     }
@@ -136,6 +142,7 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
                 changes.entry(insertion.path.clone()).or_insert(Change {
                     path: insertion.path.clone(),
                     action: Action::Unchanged,
+                    before: None,
                     contents,
                 })
             }
@@ -147,10 +154,19 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
             &insertion.fragment,
             insertion.block,
         )? {
-            change.contents = updated;
             if matches!(change.action, Action::Unchanged | Action::Keep) {
                 change.action = Action::Update;
+                change.before.get_or_insert_with(|| change.contents.clone());
             }
+            change.contents = updated;
+        }
+    }
+    // A file rendered anew (`--force`) whose insertions give back what it holds is unchanged.
+    for change in changes.values_mut() {
+        if matches!(change.action, Action::Update | Action::Overwrite)
+            && change.before.as_ref() == Some(&change.contents)
+        {
+            change.action = Action::Unchanged;
         }
     }
 
@@ -166,6 +182,7 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
                 path,
                 action: Action::Remove,
                 contents: String::new(),
+                before: None,
             },
         );
     }

@@ -83,12 +83,29 @@ impl Op {
     }
 }
 
+/// How closely `carry_over` must find the place of a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// With unchanged lines on both sides of it (up to two, at least one each).
+    Strict,
+    /// Also with its unchanged lines on one side only, or, for lines it replaces, by those
+    /// lines alone: `edit --force`, for a target whose lines next to the change were edited.
+    Loose,
+}
+
 /// Carries the change from `old` to `new` over to `target`, a version of `old` that someone
-/// edited: each changed run of lines, with up to two unchanged lines either side, must occur in
-/// `target` exactly once. `None` when one does not, so that the caller can refuse rather than
-/// guess.
-pub fn carry_over(old: &str, new: &str, target: &str) -> Option<String> {
+/// edited, one changed run of lines (a hunk) at a time, touching no other line:
+/// - a hunk whose old lines, with unchanged lines around them, occur in `target` exactly once
+///   is applied there;
+/// - a hunk whose new lines occur there already, where the old ones no longer do (the user
+///   made the change by hand), is left as it is, so carrying a change over twice is carrying
+///   it over once;
+/// - any other hunk makes the whole call `None`, so that the caller can refuse rather than
+///   guess.
+pub fn carry_over(old: &str, new: &str, target: &str, placement: Placement) -> Option<String> {
     const CONTEXT: usize = 2;
+    const STRICT: [(usize, usize); 4] = [(CONTEXT, CONTEXT), (1, CONTEXT), (CONTEXT, 1), (1, 1)];
+    const ONE_SIDE: [(usize, usize); 4] = [(CONTEXT, 0), (0, CONTEXT), (1, 0), (0, 1)];
     let a: Vec<&str> = old.split_inclusive('\n').collect();
     let b: Vec<&str> = new.split_inclusive('\n').collect();
     let ops = edit_script(&a, &b);
@@ -125,32 +142,68 @@ pub fn carry_over(old: &str, new: &str, target: &str) -> Option<String> {
     let mut text: Vec<&str> = target.split_inclusive('\n').collect();
     // From the last hunk to the first, so that the positions of earlier ones stay valid in `a`.
     for (start, end, lines) in hunks.into_iter().rev() {
-        // The full context first; then less of it, for a target where other lines were added
-        // next to the change (a marker's insertions), as long as the place stays unique.
-        let found = [(CONTEXT, CONTEXT), (1, CONTEXT), (CONTEXT, 1), (1, 1)]
-            .into_iter()
-            .find_map(|(above, below)| {
-                let before = start.saturating_sub(above);
-                let after = (end + below).min(a.len());
-                if before == start && after == end {
-                    return None;
-                }
-                let needle = &a[before..after];
-                let places: Vec<usize> = (0..=text.len().saturating_sub(needle.len()))
-                    .filter(|&at| {
-                        text.len() >= needle.len() && text[at..at + needle.len()] == *needle
-                    })
-                    .collect();
-                match places[..] {
-                    [at] => Some((at, before, after)),
-                    _ => None,
-                }
-            });
-        let (at, before, after) = found?;
-        let mut replacement: Vec<&str> = a[before..start].to_vec();
-        replacement.extend(lines);
-        replacement.extend(&a[end..after]);
-        text.splice(at..at + (after - before), replacement);
+        // The needle of a hunk with `above` and `below` lines of context: its old side, and
+        // its new side.
+        let needles = |(above, below): (usize, usize)| {
+            let before = start.saturating_sub(above);
+            let after = (end + below).min(a.len());
+            let old_side: Vec<&str> = a[before..after].to_vec();
+            let mut new_side: Vec<&str> = a[before..start].to_vec();
+            new_side.extend(&lines);
+            new_side.extend(&a[end..after]);
+            (before, after, old_side, new_side)
+        };
+        let places = |text: &[&str], needle: &[&str]| -> Vec<usize> {
+            if needle.is_empty() || text.len() < needle.len() {
+                return Vec::new();
+            }
+            (0..=text.len() - needle.len())
+                .filter(|&at| text[at..at + needle.len()] == *needle)
+                .collect()
+        };
+        let mut contexts: Vec<(usize, usize)> = STRICT.to_vec();
+        if placement == Placement::Loose {
+            contexts.extend(ONE_SIDE);
+            // Lines it replaces are a place of their own.
+            if end > start {
+                contexts.push((0, 0));
+            }
+        }
+        let found = contexts.iter().find_map(|&context| {
+            let (before, after, old_side, _) = needles(context);
+            // Strict placement needs context; a needle of nothing has no place.
+            let bare = before == start && after == end;
+            if old_side.is_empty() || (placement == Placement::Strict && bare) {
+                return None;
+            }
+            match places(&text, &old_side)[..] {
+                [at] => Some((at, before, after)),
+                _ => None,
+            }
+        });
+        if let Some((at, before, after)) = found {
+            let mut replacement: Vec<&str> = a[before..start].to_vec();
+            replacement.extend(&lines);
+            replacement.extend(&a[end..after]);
+            text.splice(at..at + (after - before), replacement);
+            continue;
+        }
+        // Made by hand already: the new side is there, and the old side is not. Context on
+        // one side, or none, counts only with new lines in the needle: the context of a
+        // deletion alone says nothing.
+        let mut applied_contexts: Vec<(usize, usize)> = STRICT.to_vec();
+        if !lines.is_empty() {
+            applied_contexts.extend(ONE_SIDE);
+            applied_contexts.push((0, 0));
+        }
+        let applied = applied_contexts.into_iter().any(|context| {
+            let (_, _, old_side, new_side) = needles(context);
+            !places(&text, &new_side).is_empty()
+                && (old_side.is_empty() || places(&text, &old_side).is_empty())
+        });
+        if !applied {
+            return None;
+        }
     }
     Some(text.concat())
 }
@@ -219,7 +272,11 @@ fn lcs_script(a: &[&str], b: &[&str]) -> Vec<Op> {
 
 #[cfg(test)]
 mod tests {
-    use super::carry_over;
+    use super::{Placement, carry_over};
+
+    fn strict(old: &str, new: &str, target: &str) -> Option<String> {
+        carry_over(old, new, target, Placement::Strict)
+    }
 
     #[test]
     fn a_change_is_carried_over_to_an_edited_copy() {
@@ -227,7 +284,7 @@ mod tests {
         let new = "a\nb\nc\nD\ne\nf\ng\nh\ni\n";
         let edited = "x\na\nb\nc\nd\ne\nf\ny\ng\nh\n";
         assert_eq!(
-            carry_over(old, new, edited).as_deref(),
+            strict(old, new, edited).as_deref(),
             Some("x\na\nb\nc\nD\ne\nf\ny\ng\nh\ni\n")
         );
     }
@@ -238,7 +295,7 @@ mod tests {
         let new = "a\nb\nc\nX\nd\ne\n";
         let edited = "a\nINSERTED\nb\nc\nd\nMORE\ne\n";
         assert_eq!(
-            carry_over(old, new, edited).as_deref(),
+            strict(old, new, edited).as_deref(),
             Some("a\nINSERTED\nb\nc\nX\nd\nMORE\ne\n")
         );
     }
@@ -247,9 +304,62 @@ mod tests {
     fn a_change_whose_context_was_edited_or_repeats_is_not_carried_over() {
         let old = "a\nb\nc\nd\ne\n";
         let new = "a\nb\nC\nd\ne\n";
-        assert_eq!(carry_over(old, new, "a\nB\nc\nd\ne\n"), None);
-        assert_eq!(carry_over(old, new, "a\nb\nc\nd\ne\na\nb\nc\nd\ne\n"), None);
-        assert_eq!(carry_over(old, new, old).as_deref(), Some(new));
+        assert_eq!(strict(old, new, "a\nB\nc\nd\ne\n"), None);
+        assert_eq!(strict(old, new, "a\nb\nc\nd\ne\na\nb\nc\nd\ne\n"), None);
+        assert_eq!(strict(old, new, old).as_deref(), Some(new));
+    }
+
+    #[test]
+    fn a_change_made_by_hand_is_left_as_it_is() {
+        let old = "a\nb\nc\nd\ne\nf\n";
+        let new = "a\nb\nc\nX\nY\nd\ne\nf\n";
+        // Where the diff shows it, and carried over once already.
+        assert_eq!(strict(old, new, new).as_deref(), Some(new));
+        let moved = "a\nb\nc\nX\nY\nd\nE\nf\n";
+        assert_eq!(strict(old, new, moved).as_deref(), Some(moved));
+        let once = strict(old, new, "z\na\nb\nc\nd\ne\nf\n").unwrap();
+        assert_eq!(strict(old, new, &once), Some(once));
+        // A replacement is made only when the old line is gone.
+        let (old, new) = (
+            "a\nb\nkind: ClusterRole\nd\ne\n",
+            "a\nb\nkind: Role\nd\ne\n",
+        );
+        let by_hand = "a\nB\nkind: Role\nd\nE\n";
+        assert_eq!(strict(old, new, by_hand).as_deref(), Some(by_hand));
+        assert_eq!(
+            strict(old, new, "a\nB\nkind: ClusterRole\nkind: Role\nE\n"),
+            None
+        );
+        // A deletion counts as made only where its context on both sides meets.
+        let (old, new) = ("a\nb\nX\nd\ne\n", "a\nb\nd\ne\n");
+        assert_eq!(strict(old, new, "a\nb\nd\ne\n").as_deref(), Some(new));
+        assert_eq!(strict(old, new, "a\nb\nX edited\nd\ne\n"), None);
+    }
+
+    #[test]
+    fn loose_placement_takes_context_on_one_side_and_touches_only_the_change() {
+        let old = "env:\n- name: A\n  value: a\nports:\n- 80\n";
+        let new = "env:\n- name: A\n  value: a\n- name: W\n  value: w\nports:\n- 80\n";
+        // The user's own variable sits where the change goes, and their port was changed.
+        let target = "env:\n- name: A\n  value: a\n- name: MINE\n  value: m\nports:\n- 81\n";
+        assert_eq!(strict(old, new, target), None);
+        assert_eq!(
+            carry_over(old, new, target, Placement::Loose).as_deref(),
+            Some(
+                "env:\n- name: A\n  value: a\n- name: W\n  value: w\n- name: MINE\n  value: m\nports:\n- 81\n"
+            )
+        );
+        // Lines it replaces are found by themselves.
+        let (old, new) = (
+            "a\nb\nkind: ClusterRole\nd\ne\n",
+            "a\nb\nkind: Role\nd\ne\n",
+        );
+        assert_eq!(
+            carry_over(old, new, "A\nkind: ClusterRole\nE\n", Placement::Loose).as_deref(),
+            Some("A\nkind: Role\nE\n")
+        );
+        // Nowhere to go: still refused.
+        assert_eq!(carry_over(old, new, "A\nE\n", Placement::Loose), None);
     }
 
     use super::*;

@@ -588,11 +588,7 @@ fn decide_parts(
     };
 
     if !resource && !controller {
-        return Err(UserError::new(
-            "nothing to scaffold: both --resource and --controller are false",
-        )
-        .help("pass --resource, --controller or both")
-        .into());
+        return Err(nothing_to_scaffold(args, &existing, names));
     }
     if controller && !args.force {
         existing.refuse(&format!("{} Kind={}", names.qualified_group, names.kind))?;
@@ -613,6 +609,40 @@ fn decide_parts(
     }
 
     Ok((resource, controller))
+}
+
+/// Why neither the types nor a controller are scaffolded, in the words of what the user did:
+/// the flags they passed, the answers they gave, or the controllers the kind has already.
+fn nothing_to_scaffold(
+    args: &CreateApiArgs,
+    existing: &Existing,
+    names: &ResourceNames,
+) -> anyhow::Error {
+    let kind = format!("{} Kind={}", names.qualified_group, names.kind);
+    let resource = match args.resource {
+        Some(_) => "--resource=false",
+        None => "no resource",
+    };
+    let has = match existing {
+        Existing::None => None,
+        Existing::Same(None) => Some("its controller".to_owned()),
+        Existing::Same(Some(name)) => Some(format!("its controller `{name}`")),
+        Existing::Others(others) => Some(format!("its controllers ({})", others.join(", "))),
+    };
+    let error = match (args.resource, args.controller, has) {
+        // The controller was left out because the kind has one.
+        (_, None, Some(has)) => UserError::new(format!(
+            "nothing to scaffold: {resource}, and {kind} has {has} already"
+        ))
+        .help("pass --controller-name <name> to add another controller, or `--controller --force` to scaffold it again"),
+        (Some(false), Some(false), _) => {
+            UserError::new("nothing to scaffold: both --resource and --controller are false")
+                .help("pass --resource, --controller or both")
+        }
+        _ => UserError::new("nothing to scaffold: neither the resource nor a controller was asked for")
+            .help("answer yes to a question, or pass --resource, --controller or both"),
+    };
+    error.into()
 }
 
 /// The controllers a kind has that a new one would collide with.

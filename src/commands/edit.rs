@@ -3,9 +3,10 @@
 //!
 //! The files `init` wrote for the old settings and those it writes for the new ones differ in a
 //! few lines; `edit` carries exactly that difference over to the project's files, which the user
-//! and later commands have changed since. A file whose changed lines were edited by hand is
-//! refused, or, for the scaffold's own config files, overwritten with `--force`, as kubebuilder
-//! does.
+//! and later commands have changed since, and touches no other line, `--force` or not. A change
+//! the user made by hand already is left as it is; one whose place cannot be found is refused
+//! with the diff it needs. `--force` lets a change be placed by the unchanged lines on one side
+//! of it, where the other side was edited.
 
 use std::path::Path;
 
@@ -14,20 +15,12 @@ use anyhow::Context as _;
 use crate::apply::{self, Options};
 use crate::cli::EditArgs;
 use crate::commands::init::{self, Settings};
-use crate::diff;
+use crate::diff::{self, Placement};
 use crate::names;
 use crate::project::{self, Project};
 use crate::rbac;
 use crate::scaffold::{Plan, PlannedFile, Policy};
 use crate::ui::{self, UserError};
-
-/// Files the user owns: `edit` changes their lines, and never overwrites them whole.
-const USER_OWNED: &[&str] = &[
-    "Cargo.toml",
-    "api/Cargo.toml",
-    "operator/Cargo.toml",
-    "operator/src/main.rs",
-];
 
 /// Files whose change is left out, with a note, when their lines were rewritten.
 const OPTIONAL: &[&str] = &["README.md"];
@@ -162,17 +155,20 @@ fn plan(
         } else {
             current
         };
+        let carried =
+            |placement| diff::carry_over(&was.contents, &will.contents, &current, placement);
         let contents = if current == was.contents {
             will.contents.clone()
-        } else if let Some(carried) = diff::carry_over(&was.contents, &will.contents, &current) {
+        } else if let Some(carried) = carried(Placement::Strict) {
             carried
         } else if OPTIONAL.contains(&shown.as_str()) {
             ui::note(&format!(
                 "note: {shown} was rewritten; it keeps its text, which may name the old settings"
             ));
             continue;
-        } else if force && !USER_OWNED.contains(&shown.as_str()) {
-            will.contents.clone()
+        } else if let Some(carried) = carried(Placement::Loose).filter(|_| force) {
+            // `--force` places a change by less context, and still touches only its lines.
+            carried
         } else {
             refused.push((
                 shown,
@@ -198,17 +194,14 @@ fn plan(
     }
     if let Some((first, change)) = refused.first() {
         let names: Vec<&str> = refused.iter().map(|(path, _)| path.as_str()).collect();
-        let overwritable = refused
-            .iter()
-            .all(|(path, _)| !USER_OWNED.contains(&path.as_str()));
         return Err(UserError::new(format!(
             "the lines `edit` changes were edited by hand in {}; the change {first} needs:\n{change}",
             names.join(", ")
         ))
-        .help(if overwritable && !force {
-            "make the change by hand, or pass --force to overwrite those files with the scaffold's"
+        .help(if force {
+            "make the change by hand, then run `rsbuilder edit` again: it finds the change made"
         } else {
-            "make the change by hand, then run `rsbuilder edit` again"
+            "make the change by hand, then run `rsbuilder edit` again (it finds the change made), or pass --force to place it by fewer unchanged lines"
         })
         .into());
     }

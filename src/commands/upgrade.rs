@@ -262,20 +262,25 @@ fn plan(
     ))
 }
 
-/// Prints a unified diff of every file the plan changes, and the files it removes.
+/// Prints a unified diff of every file the plan changes, and the files it removes, to stdout:
+/// the diff is what `--dry-run` was asked for, and `> upgrade.diff` keeps it.
 fn show_diff(root: &Path, plan: &Plan) -> anyhow::Result<()> {
+    let mut out = String::new();
     for file in &plan.files {
         let current = std::fs::read_to_string(root.join(&file.path)).unwrap_or_default();
         if current != file.contents {
             let path = file.path.to_string_lossy().replace('\\', "/");
-            ui::note(diff::unified(&path, &current, &file.contents, DIFF_LINES).trim_end());
+            out.push_str(&diff::unified(&path, &current, &file.contents, DIFF_LINES));
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
         }
     }
     for path in &plan.removals {
         let path = path.to_string_lossy().replace('\\', "/");
-        ui::note(&format!("--- a/{path}\n+++ /dev/null"));
+        out.push_str(&format!("--- a/{path}\n+++ /dev/null\n"));
     }
-    Ok(())
+    ui::data(out.as_bytes())
 }
 
 /// A workspace dependency whose version the runtime needs raised.

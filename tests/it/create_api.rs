@@ -402,13 +402,16 @@ fn a_dry_run_lists_the_changes_and_writes_nothing() {
     let before = ws.snapshot();
     let mut args = APPOTP.to_vec();
     args.push("--dry-run");
-    let err = stderr(&create(&ws, &args).success());
+    let assert = create(&ws, &args).success();
+    // The listing is data, on stdout; stderr has none of it.
+    let (out, err) = (crate::support::stdout(&assert), stderr(&assert));
     assert!(
-        err.contains("would create api/src/appotp/v1/app_otp.rs\n"),
-        "{err}"
+        out.contains("would create api/src/appotp/v1/app_otp.rs\n"),
+        "{out}"
     );
-    assert!(err.contains("would update operator/src/main.rs\n"), "{err}");
-    assert!(err.contains("would update PROJECT\n"), "{err}");
+    assert!(out.contains("would update operator/src/main.rs\n"), "{out}");
+    assert!(out.contains("would update PROJECT\n"), "{out}");
+    assert!(!err.contains("would "), "{err}");
     crate::support::assert_same_tree(&before, &ws.snapshot(), "the command");
 }
 
@@ -1277,6 +1280,32 @@ fn controller_names_with_one_module_clash_whatever_force_says() {
         &with(&deployment, &["--controller-name=roll--out", "--force"]),
         "controller name `roll--out` would share the module `roll_out` with controller `roll-out` of apps/v1, Kind=Deployment",
         "pick another --controller-name, or pass `--controller-name roll-out --force`",
+    );
+}
+
+/// `--resource=false` alone on a kind whose controllers exist: the controller is left out
+/// because of them, and the refusal says so instead of blaming a `--controller=false` that was
+/// never passed.
+#[test]
+fn nothing_to_scaffold_names_what_the_user_did() {
+    let ws = project();
+    create(&ws, &with(CAPTAIN, &["--controller=false"])).success();
+    create(
+        &ws,
+        &with(CAPTAIN, &["--resource=false", "--controller-name=cache-x"]),
+    )
+    .success();
+    refuses(
+        &ws,
+        &with(CAPTAIN, &["--resource=false"]),
+        "nothing to scaffold: --resource=false, and crew.learn.com Kind=Captain has its controllers (cache-x) already",
+        "pass --controller-name <name> to add another controller",
+    );
+    refuses(
+        &ws,
+        &with(CAPTAIN, &["--resource=false", "--controller=false"]),
+        "nothing to scaffold: both --resource and --controller are false",
+        "pass --resource, --controller or both",
     );
 }
 

@@ -93,43 +93,71 @@ fn license_and_owner_are_changed_where_init_wrote_them() {
 }
 
 #[test]
-fn hand_edited_lines_are_refused_and_force_overwrites_only_the_scaffold_config() {
+fn hand_edited_lines_are_refused_and_force_changes_only_the_lines_that_differ() {
     let ws = project(&[]);
     let manager = ws.read("config/manager/manager.yaml");
-    let edited = manager.replace(
-        "              fieldPath: metadata.namespace\n        ports:",
-        "              fieldPath: metadata.namespace\n        - name: EXTRA\n          value: \"1\"\n        ports:",
-    );
+    // The user's own variable where the change goes, and their own memory limit.
+    let edited = manager
+        .replace(
+            "              fieldPath: metadata.namespace\n        ports:",
+            "              fieldPath: metadata.namespace\n        - name: EXTRA\n          value: \"1\"\n        ports:",
+        )
+        .replace("memory: 128Mi", "memory: 300Mi");
     assert_ne!(manager, edited, "the manager's env was not found");
+    assert!(
+        edited.contains("memory: 300Mi"),
+        "no memory limit in manager.yaml"
+    );
     ws.write("config/manager/manager.yaml", &edited);
     refuses(
         &ws,
         &["--namespaced"],
         "the lines `edit` changes were edited by hand in config/manager/manager.yaml",
-        "make the change by hand, or pass --force to overwrite those files with the scaffold's",
+        "make the change by hand, then run `rsbuilder edit` again (it finds the change made), or pass --force to place it by fewer unchanged lines",
     );
+    let err = stderr(&ws.run(&["edit", "--namespaced", "--force"]).success());
+    assert!(err.contains("updated config/manager/manager.yaml"), "{err}");
+    let forced = ws.read("config/manager/manager.yaml");
+    // Exactly the scaffold's change, next to the user's lines.
+    let watch = "        - name: WATCH_NAMESPACE\n          valueFrom:\n            fieldRef:\n              fieldPath: metadata.namespace\n";
+    assert_eq!(
+        forced,
+        edited.replace(
+            "        - name: EXTRA\n",
+            &format!("{watch}        - name: EXTRA\n")
+        )
+    );
+    // Run again, it changes nothing.
+    let before = ws.snapshot();
     ws.run(&["edit", "--namespaced", "--force"]).success();
-    assert!(
-        ws.read("config/manager/manager.yaml")
-            .contains("WATCH_NAMESPACE")
+    assert_same_tree(
+        &before,
+        &ws.snapshot(),
+        "a second `edit --namespaced --force`",
     );
-    assert!(!ws.read("config/manager/manager.yaml").contains("EXTRA"));
 
-    // main.rs is the user's: its lines are changed, never the whole file, even with --force.
+    // A line the change removes, edited by hand: refused even with --force, and accepted once
+    // the user made the change the message shows.
     let main = ws.read("operator/src/main.rs");
-    ws.write(
-        "operator/src/main.rs",
-        &main.replace(
-            "        .require_watch_namespace()\n",
-            "        .require_watch_namespace() // mine\n",
-        ),
+    let mine = main.replace(
+        "        .require_watch_namespace()\n",
+        "        .require_watch_namespace() // mine\n",
     );
+    assert_ne!(main, mine);
+    ws.write("operator/src/main.rs", &mine);
     refuses(
         &ws,
         &["--namespaced=false", "--force"],
         "the lines `edit` changes were edited by hand in operator/src/main.rs",
-        "make the change by hand, then run `rsbuilder edit` again",
+        "make the change by hand, then run `rsbuilder edit` again: it finds the change made",
     );
+    let by_hand = mine.replace("        .require_watch_namespace() // mine\n", "");
+    ws.write("operator/src/main.rs", &by_hand);
+    // manager.yaml still needs --force: the user's variable is next to the lines removed.
+    ws.run(&["edit", "--namespaced=false", "--force"]).success();
+    assert_eq!(ws.read("operator/src/main.rs"), by_hand);
+    assert_eq!(ws.read("config/manager/manager.yaml"), edited);
+    assert!(!ws.read("PROJECT").contains("\nnamespaced: true\n"));
 }
 
 #[test]
@@ -182,10 +210,10 @@ fn what_cannot_work_is_refused() {
 fn dry_run_lists_the_changes_and_writes_nothing() {
     let ws = project(&[]);
     let before = ws.snapshot();
-    let err = stderr(&ws.run(&["edit", "--namespaced", "--dry-run"]).success());
+    let out = crate::support::stdout(&ws.run(&["edit", "--namespaced", "--dry-run"]).success());
     assert!(
-        err.contains("would update config/manager/manager.yaml"),
-        "{err}"
+        out.contains("would update config/manager/manager.yaml\n"),
+        "{out}"
     );
     assert_same_tree(&before, &ws.snapshot(), "`edit --dry-run`");
 }

@@ -92,10 +92,11 @@ fn a_dry_run_lists_the_files_and_writes_nothing() {
     let assert = ws
         .run(&["init", "--domain", "learn.com", "--dry-run"])
         .success();
-    let err = stderr(&assert);
-    assert!(err.contains("would create Cargo.toml\n"), "{err}");
-    assert!(err.contains("would keep README.md\n"), "{err}");
-    assert!(err.contains("would create PROJECT\n"), "{err}");
+    let out = crate::support::stdout(&assert);
+    assert!(out.contains("would create Cargo.toml\n"), "{out}");
+    assert!(out.contains("would keep README.md\n"), "{out}");
+    assert!(out.contains("would create PROJECT\n"), "{out}");
+    assert!(!stderr(&assert).contains("would "));
     crate::support::assert_same_tree(&before, &ws.snapshot(), "the command");
 }
 

@@ -111,6 +111,11 @@ pub fn assert_same_tree(
     assert!(changed.is_empty(), "{what} changed {changed:?}");
 }
 
+/// The text of a command's stdout: its data (`--dry-run` listings and diffs among them).
+pub fn stdout(assert: &Assert) -> String {
+    String::from_utf8_lossy(&assert.get_output().stdout).into_owned()
+}
+
 /// The text of a command's stderr.
 pub fn stderr(assert: &Assert) -> String {
     String::from_utf8_lossy(&assert.get_output().stderr).into_owned()

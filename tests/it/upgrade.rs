@@ -185,23 +185,25 @@ fn a_dry_run_shows_the_diff_and_writes_nothing() {
     make_runtime_older(&ws);
     let before = ws.snapshot();
     let assert = ws.run(&["upgrade", "--dry-run"]).success();
-    let err = stderr(&assert);
+    // The diff and the listing are data, on stdout: `> upgrade.diff` keeps them.
+    let (out, err) = (crate::support::stdout(&assert), stderr(&assert));
     assert!(
-        err.contains("--- a/runtime/src/lib.rs\n+++ b/runtime/src/lib.rs\n"),
-        "{err}"
+        out.contains("--- a/runtime/src/lib.rs\n+++ b/runtime/src/lib.rs\n"),
+        "{out}"
     );
-    assert!(err.contains("-pub mod obsolete;\n"), "{err}");
-    assert!(err.contains("-tokio = { version = \"1.40.0\""), "{err}");
-    assert!(err.contains("+tokio = { version = \"1.48.0\""), "{err}");
+    assert!(out.contains("-pub mod obsolete;\n"), "{out}");
+    assert!(out.contains("-tokio = { version = \"1.40.0\""), "{out}");
+    assert!(out.contains("+tokio = { version = \"1.48.0\""), "{out}");
     assert!(
-        err.contains("--- a/runtime/src/obsolete.rs\n+++ /dev/null\n"),
-        "{err}"
+        out.contains("--- a/runtime/src/obsolete.rs\n+++ /dev/null\n"),
+        "{out}"
     );
     assert!(
-        err.contains("would remove runtime/src/obsolete.rs\n"),
-        "{err}"
+        out.contains("would remove runtime/src/obsolete.rs\n"),
+        "{out}"
     );
-    assert!(err.contains("would update PROJECT\n"), "{err}");
+    assert!(out.contains("would update PROJECT\n"), "{out}");
+    assert!(!err.contains("+++ "), "{err}");
     assert!(
         err.contains("would raise tokio 1.40.0 → 1.48.0 in Cargo.toml (the runtime needs it)\n"),
         "{err}"
