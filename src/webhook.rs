@@ -34,6 +34,124 @@ pub struct Marker {
     versions: Vec<String>,
     admission_review_versions: Vec<String>,
     reinvocation_policy: Option<String>,
+    namespace_selector: Option<Selector>,
+    object_selector: Option<Selector>,
+}
+
+/// A label selector of a webhook (`namespaceSelector`, `objectSelector`), written in the marker
+/// as requirements separated by `;`, in the words of `kubectl --selector`: `key=value`,
+/// `key!=value`, `key in (a|b)`, `key notin (a|b)`, `key` and `!key` (`|` separates the values,
+/// since `,` separates the marker's keys).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Selector {
+    match_labels: BTreeMap<String, String>,
+    /// `(key, operator, values)`, in the marker's order.
+    match_expressions: Vec<(String, &'static str, Vec<String>)>,
+}
+
+/// `key=value;key!=value;...` as a selector; the problem, named, when it is not one.
+fn selector(key: &str, value: &str) -> Result<Selector, String> {
+    let mut selector = Selector::default();
+    let syntax = "write requirements as `key=value`, `key!=value`, `key in (a|b)`, `key notin (a|b)`, `key` or `!key`, separated by `;`";
+    for requirement in value.split(';').map(str::trim) {
+        if requirement.is_empty() {
+            return Err(format!("`{key}` has an empty requirement: {syntax}"));
+        }
+        let set = |rest: &str| -> Result<Vec<String>, String> {
+            let inner = rest
+                .trim()
+                .strip_prefix('(')
+                .and_then(|rest| rest.strip_suffix(')'))
+                .ok_or_else(|| format!("`{key}`: `{requirement}` lists its values as `(a|b)`"))?;
+            inner
+                .split('|')
+                .map(|value| label_value(key, value.trim()).map(str::to_owned))
+                .collect()
+        };
+        let (label, operator, values) = if let Some((label, value)) = requirement.split_once("!=") {
+            (
+                label,
+                "NotIn",
+                vec![label_value(key, value.trim())?.to_owned()],
+            )
+        } else if let Some((label, value)) = requirement
+            .split_once("==")
+            .or_else(|| requirement.split_once('='))
+        {
+            (label, "=", vec![label_value(key, value.trim())?.to_owned()])
+        } else if let Some((label, rest)) = requirement.split_once(char::is_whitespace) {
+            let end = rest
+                .find(|c: char| c.is_whitespace() || c == '(')
+                .unwrap_or(rest.len());
+            let (word, values) = rest.split_at(end);
+            if word == "notin" {
+                (label, "NotIn", set(values)?)
+            } else if word == "in" {
+                (label, "In", set(values)?)
+            } else {
+                return Err(format!(
+                    "`{key}`: `{requirement}` is not a requirement: {syntax}"
+                ));
+            }
+        } else if let Some(label) = requirement.strip_prefix('!') {
+            (label, "DoesNotExist", Vec::new())
+        } else {
+            (requirement, "Exists", Vec::new())
+        };
+        let label = label_key(key, label.trim())?.to_owned();
+        if operator == "=" {
+            let value = values.into_iter().next().unwrap_or_default();
+            if let Some(other) = selector.match_labels.insert(label.clone(), value.clone())
+                && other != value
+            {
+                return Err(format!(
+                    "`{key}` asks for `{label}` to be both `{other}` and `{value}`"
+                ));
+            }
+        } else {
+            selector.match_expressions.push((label, operator, values));
+        }
+    }
+    Ok(selector)
+}
+
+/// A label key as Kubernetes takes it: a name of at most 63 characters, with an optional
+/// DNS-1123 subdomain prefix (`app.kubernetes.io/name`).
+fn label_key<'a>(key: &str, label: &'a str) -> Result<&'a str, String> {
+    let (prefix, name) = match label.rsplit_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, label),
+    };
+    let prefix_ok = prefix.is_none_or(crate::names::is_dns1123_subdomain);
+    if prefix_ok && !name.is_empty() && is_label_value(name) {
+        Ok(label)
+    } else {
+        Err(format!(
+            "`{key}`: `{label}` is not a label key (a name of at most 63 letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit, after an optional DNS subdomain and `/`)"
+        ))
+    }
+}
+
+/// A label value as Kubernetes takes it: empty, or at most 63 letters, digits, `-`, `_` and
+/// `.`, starting and ending with a letter or digit.
+fn label_value<'a>(key: &str, value: &'a str) -> Result<&'a str, String> {
+    if is_label_value(value) {
+        Ok(value)
+    } else {
+        Err(format!(
+            "`{key}`: `{value}` is not a label value (at most 63 letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit)"
+        ))
+    }
+}
+
+fn is_label_value(value: &str) -> bool {
+    let edge = |c: Option<char>| c.is_none_or(|c| c.is_ascii_alphanumeric());
+    value.len() <= 63
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && edge(value.chars().next())
+        && edge(value.chars().last())
 }
 
 /// Every webhook marker of `content`, the text of `path`. A malformed one is an error naming
@@ -187,13 +305,15 @@ fn parse(body: &str) -> Result<Marker, String> {
                     ));
                 }
             }
+            "namespaceSelector" => marker.namespace_selector = Some(selector(key, value)?),
+            "objectSelector" => marker.object_selector = Some(selector(key, value)?),
             "webhookVersions" if value == "v1" => {}
             "webhookVersions" => return Err(format!("`webhookVersions={value}`: only v1 exists")),
             other => {
                 return Err(format!(
                     "unknown key `{other}` (known: path, mutating, failurePolicy, matchPolicy, sideEffects, \
                      timeoutSeconds, reinvocationPolicy, groups, resources, verbs, versions, name, \
-                     admissionReviewVersions)"
+                     admissionReviewVersions, namespaceSelector, objectSelector)"
                 ));
             }
         }
@@ -319,6 +439,14 @@ fn write_webhook(out: &mut String, m: &Marker) {
         let _ = writeln!(out, "  matchPolicy: {policy}");
     }
     let _ = writeln!(out, "  name: {}", crate::yaml::scalar(&m.name));
+    for (key, selector) in [
+        ("namespaceSelector", &m.namespace_selector),
+        ("objectSelector", &m.object_selector),
+    ] {
+        if let Some(selector) = selector {
+            write_selector(out, key, selector);
+        }
+    }
     if let Some(policy) = &m.reinvocation_policy {
         let _ = writeln!(out, "  reinvocationPolicy: {policy}");
     }
@@ -333,6 +461,35 @@ fn write_webhook(out: &mut String, m: &Marker) {
     let _ = writeln!(out, "  sideEffects: {}", m.side_effects);
     if let Some(seconds) = m.timeout_seconds {
         let _ = writeln!(out, "  timeoutSeconds: {seconds}");
+    }
+}
+
+/// `key:` and its label selector, at the depth of a webhook's fields.
+fn write_selector(out: &mut String, key: &str, selector: &Selector) {
+    let _ = writeln!(out, "  {key}:");
+    if !selector.match_expressions.is_empty() {
+        out.push_str("    matchExpressions:\n");
+        for (label, operator, values) in &selector.match_expressions {
+            let _ = writeln!(out, "    - key: {}", crate::yaml::scalar(label));
+            let _ = writeln!(out, "      operator: {operator}");
+            if !values.is_empty() {
+                out.push_str("      values:\n");
+                for value in values {
+                    let _ = writeln!(out, "      - {}", crate::yaml::scalar(value));
+                }
+            }
+        }
+    }
+    if !selector.match_labels.is_empty() {
+        out.push_str("    matchLabels:\n");
+        for (label, value) in &selector.match_labels {
+            let _ = writeln!(
+                out,
+                "      {}: {}",
+                crate::yaml::scalar(label),
+                crate::yaml::scalar(value)
+            );
+        }
     }
 }
 
@@ -517,6 +674,115 @@ webhooks:
                     "invalid webhook marker at operator/src/w.rs:2: {want}"
                 )),
                 "{body}: {message}"
+            );
+        }
+    }
+
+    #[test]
+    fn selectors_become_label_selectors() {
+        let marker = format!(
+            "{POD},namespaceSelector=kubernetes.io/metadata.name notin (kube-system|otp-system);team=a,objectSelector=!skip-webhook;app.kubernetes.io/name!=otp;tier in (web);env;b==c"
+        );
+        let yaml = manifests(&parse_all(&marker)).unwrap();
+        assert!(
+            yaml.contains(
+                "  name: mpod-v1.kb.io
+  namespaceSelector:
+    matchExpressions:
+    - key: kubernetes.io/metadata.name
+      operator: NotIn
+      values:
+      - kube-system
+      - otp-system
+    matchLabels:
+      team: a
+  objectSelector:
+    matchExpressions:
+    - key: skip-webhook
+      operator: DoesNotExist
+    - key: app.kubernetes.io/name
+      operator: NotIn
+      values:
+      - otp
+    - key: tier
+      operator: In
+      values:
+      - web
+    - key: env
+      operator: Exists
+    matchLabels:
+      b: c
+  reinvocationPolicy: IfNeeded
+"
+            ),
+            "{yaml}"
+        );
+        // A word YAML 1.1 reads as a boolean stays a string.
+        let yaml = manifests(&parse_all(&format!("{POD},objectSelector=enabled=on"))).unwrap();
+        assert!(
+            yaml.contains("    matchLabels:\n      enabled: 'on'\n"),
+            "{yaml}"
+        );
+    }
+
+    #[test]
+    fn selectors_the_api_server_would_refuse_are_refused() {
+        let body = &POD[22..];
+        for (selector, want) in [
+            (
+                "namespaceSelector=",
+                "`namespaceSelector` has an empty requirement",
+            ),
+            (
+                "objectSelector=a;;b",
+                "`objectSelector` has an empty requirement",
+            ),
+            (
+                "objectSelector=Bad Key=x",
+                "`objectSelector`: `Bad Key` is not a label key",
+            ),
+            (
+                "objectSelector=a inside (b)",
+                "`objectSelector`: `a inside (b)` is not a requirement",
+            ),
+            (
+                "objectSelector=a has b",
+                "`objectSelector`: `a has b` is not a requirement",
+            ),
+            (
+                "objectSelector=-a=b",
+                "`objectSelector`: `-a` is not a label key",
+            ),
+            (
+                "objectSelector=a/b/c=d",
+                "`objectSelector`: `a/b/c` is not a label key",
+            ),
+            (
+                "objectSelector=a=b c",
+                "`objectSelector`: `b c` is not a label value",
+            ),
+            (
+                "objectSelector=a in b",
+                "`objectSelector`: `a in b` lists its values as `(a|b)`",
+            ),
+            (
+                "objectSelector=a=b;a=c",
+                "`objectSelector` asks for `a` to be both `b` and `c`",
+            ),
+            ("objectSelector=a", ""),
+        ] {
+            let text = format!("// +rsbuilder:webhook:{body},{selector}\n");
+            let result = markers(Path::new("operator/src/w.rs"), &text);
+            if want.is_empty() {
+                assert!(result.is_ok(), "{selector}");
+                continue;
+            }
+            let message = result.unwrap_err().to_string();
+            assert!(
+                message.starts_with(&format!(
+                    "invalid webhook marker at operator/src/w.rs:1: {want}"
+                )),
+                "{selector}: {message}"
             );
         }
     }

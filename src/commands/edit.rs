@@ -73,7 +73,7 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
     )?;
     if !args.dry_run && new.namespaced != old.namespaced {
         ui::note(if new.namespaced {
-            "\nThe manager now watches its own namespace (WATCH_NAMESPACE) with a Role. Webhooks still receive requests from every namespace: give them a namespaceSelector if they must not."
+            "\nThe manager now watches its own namespace (WATCH_NAMESPACE) with a Role. Webhooks still receive requests from every namespace: give their `+rsbuilder:webhook` markers a `namespaceSelector=kubernetes.io/metadata.name=<namespace>` if they must not."
         } else {
             "\nThe manager now watches every namespace with a ClusterRole."
         });

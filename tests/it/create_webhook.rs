@@ -455,12 +455,31 @@ fn kinds_of_kubernetes_get_webhooks_without_an_api_in_project() {
         "--group core --version v1 --kind Pod --programmatic-validation",
     )
     .success();
-    assert!(stderr(&assert).contains("warning: a webhook on one of Kubernetes' own kinds"));
+    let err = stderr(&assert);
+    assert!(err.contains("warning: a webhook on one of Kubernetes' own kinds"));
+    // The warning points at the marker keys that narrow the webhook, and the next manifests
+    // carry the selector the user adds there.
+    assert!(
+        err.contains("Narrow it in its `+rsbuilder:webhook` markers in operator/src/webhooks/core/v1/pod.rs, with a label selector such as `namespaceSelector=kubernetes.io/metadata.name!=myoperator-system`"),
+        "{err}"
+    );
+    let module = ws.read("operator/src/webhooks/core/v1/pod.rs");
+    let narrowed = module.replace(
+        "admissionReviewVersions=v1\n",
+        "admissionReviewVersions=v1,namespaceSelector=kubernetes.io/metadata.name!=myoperator-system\n",
+    );
+    assert_ne!(module, narrowed);
+    ws.write("operator/src/webhooks/core/v1/pod.rs", &narrowed);
     webhook(
         &ws,
         "--group apps --version v1 --kind Deployment --defaulting",
     )
     .success();
+    assert!(
+        ws.read("config/webhook/manifests.yaml").contains(
+            "  namespaceSelector:\n    matchExpressions:\n    - key: kubernetes.io/metadata.name\n      operator: NotIn\n      values:\n      - myoperator-system\n  rules:\n"
+        )
+    );
     webhook(
         &ws,
         "--group apps --version v1 --kind Deployment --programmatic-validation",

@@ -10,8 +10,10 @@ use rsbuilder_runtime::webhook::{self, Webhooks};
 
 // A webhook on one of Kubernetes' own kinds also sees the operator's own objects of that kind:
 // with `failurePolicy=fail`, the manager's pods (or what they need) cannot be admitted while no
-// replica serves the webhook. Narrow it with an `objectSelector` or a `namespaceSelector` in
-// config/webhook, or exclude the operator's namespace.
+// replica serves the webhook. Narrow it in its marker with a label selector, for example
+// `,namespaceSelector=kubernetes.io/metadata.name!=memcached-operator-system` to leave the
+// operator's namespace out, or `,objectSelector=app.kubernetes.io/name!=memcached-operator`
+// (requirements as `kubectl --selector` writes them, separated by `;`, values in `in (a|b)`).
 
 /// The kind these webhooks admit.
 type Object = k8s_openapi::api::apps::v1::Deployment;
