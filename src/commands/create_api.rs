@@ -153,6 +153,28 @@ pub fn run(args: CreateApiArgs) -> anyhow::Result<()> {
             names.group_dir, names.controller_file
         ));
     }
+    // A new version of a kind that converts through a webhook: the API server sends its
+    // objects to the webhook, which cannot convert them until it has the spoke.
+    if request.resource
+        && let Some(hub) = project.resources.iter().find(|r| {
+            r.group == names.group
+                && r.kind == names.kind
+                && r.version != names.version
+                && r.webhooks.as_ref().is_some_and(|w| w.conversion)
+        })
+    {
+        ui::note(&format!(
+            "warning: {} converts through its {} webhook, which cannot convert {} objects yet",
+            names.kind, hub.version, names.version
+        ));
+        next.push_str(&format!(
+            "  rsbuilder create webhook --group {} --version {} --kind {} --conversion --spoke {}\n",
+            if names.group.is_empty() { "''" } else { &names.group },
+            hub.version,
+            names.kind,
+            names.version
+        ));
+    }
     next.push_str("  cargo test && make install run");
     ui::note(&next);
     Ok(())

@@ -60,8 +60,11 @@ struct Request {
     add: Kinds,
     /// What the kind's module holds afterwards.
     all: Kinds,
-    /// The versions converted to and from this one.
+    /// The versions converted to and from this one, once the command is done.
     spokes: Vec<String>,
+    /// The spokes whose code this command writes: every spoke when it writes the conversion,
+    /// the new ones when it extends a conversion the kind has.
+    new_spokes: Vec<String>,
     defaulting_path: String,
     validation_path: String,
     /// The paths PROJECT records: those that differ from the computed ones.
@@ -337,11 +340,33 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
         validation: existing.validation,
         conversion: existing.conversion,
     };
+    // A conversion that exists takes new spokes at its markers; its spokes are never dropped,
+    // `--force` or not.
+    let mut new_spokes = spokes.clone();
+    if add.conversion && had.conversion {
+        new_spokes.retain(|spoke| !existing.spoke.contains(spoke));
+        if new_spokes.is_empty() && !args.force {
+            return Err(UserError::new(format!(
+                "a conversion webhook for {gvk} already exists, with the spokes {}",
+                existing.spoke.join(", ")
+            ))
+            .help(format!(
+                "pass --spoke with a version it does not convert yet, or --force to scaffold {} again",
+                module_path(&names).display()
+            ))
+            .into());
+        }
+        let mut all_spokes = existing.spoke.clone();
+        all_spokes.extend(new_spokes.iter().cloned());
+        spokes = all_spokes;
+        if args.force {
+            new_spokes.clone_from(&spokes);
+        }
+    }
     if !args.force {
         for (adding, present, what) in [
             (add.defaulting, had.defaulting, "defaulting"),
             (add.validation, had.validation, "validation"),
-            (add.conversion, had.conversion, "conversion"),
         ] {
             if adding && present {
                 return Err(
@@ -374,6 +399,7 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
     // A module written again keeps the conversion it had.
     if !add.conversion {
         spokes.clone_from(&existing.spoke);
+        new_spokes.clone_from(&spokes);
     }
 
     let custom_defaulting_path = args
@@ -451,6 +477,7 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
         add,
         all,
         spokes,
+        new_spokes,
         defaulting_path,
         validation_path,
         custom_defaulting_path,
@@ -504,12 +531,6 @@ fn validate_path(path: &str, flag: &str) -> Result<(), UserError> {
 /// The path of conversion reviews, which the runtime serves for every kind.
 const CONVERT_PATH: &str = "/convert";
 
-/// One spoke, as the templates list it.
-#[derive(Debug, Serialize)]
-struct Spoke {
-    version: String,
-}
-
 /// What the templates of `create webhook` receive.
 #[derive(Debug, Serialize)]
 struct Context {
@@ -523,7 +544,6 @@ struct Context {
     validation_path: String,
     mutating_name: String,
     validating_name: String,
-    spokes: Vec<Spoke>,
     /// For one of Kubernetes' own kinds, its module under `k8s_openapi::api`.
     builtin_module: Option<String>,
 }
@@ -569,13 +589,6 @@ fn plan(
         validation_path: request.validation_path.clone(),
         mutating_name: webhook_name('m'),
         validating_name: webhook_name('v'),
-        spokes: request
-            .spokes
-            .iter()
-            .map(|version| Spoke {
-                version: version.clone(),
-            })
-            .collect(),
         builtin_module: request.builtin.map(|kind| kind.module.to_owned()),
     };
     let context = tera::Context::from_serialize(&context)?;
@@ -625,6 +638,23 @@ fn plan(
         }
         plan.insertions
             .extend(scaffold::render_insertions(set, &context, &paths)?);
+    }
+    // Each spoke at the conversion's markers, after the conversion that has them.
+    if request.all.conversion {
+        let spokes = if rewrite || request.add.conversion {
+            &request.new_spokes
+        } else {
+            &Vec::new()
+        };
+        for spoke in spokes {
+            let mut context = context.clone();
+            context.insert("spoke", spoke);
+            plan.insertions.extend(scaffold::render_insertions(
+                "webhook-spoke",
+                &context,
+                &paths,
+            )?);
+        }
     }
     plan.files.push(manifests(sources, &plan)?);
     Ok(plan)

@@ -601,7 +601,7 @@ mod tests {
             "leader_election_id",
             "defaulting_path",
             "validation_path",
-            "spoke.version",
+            "spoke",
         ];
         let mut seen = std::collections::BTreeSet::new();
         for (path, text) in sources("") {

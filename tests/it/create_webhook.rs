@@ -316,6 +316,115 @@ fn conversion_webhooks_of_two_kinds_convert_both() {
     }
 }
 
+/// A spoke joins a kind's conversion at its markers, keeping the user's code; `--force` writes
+/// the module again with every spoke it had; a new version of a converting kind says how to
+/// convert it.
+#[test]
+fn a_new_spoke_goes_in_at_the_markers_and_no_spoke_is_ever_dropped() {
+    let ws = project();
+    for version in ["v2", "v3"] {
+        ws.run(&[
+            "create",
+            "api",
+            "--group",
+            "example",
+            "--version",
+            version,
+            "--kind",
+            "Application",
+            "--controller=false",
+        ])
+        .success();
+    }
+    webhook(&ws, &format!("{APPLICATION} --defaulting")).success();
+    webhook(&ws, &format!("{APPLICATION} --conversion --spoke v2")).success();
+    let module = ws.read(MODULE);
+    let mine = module.replace(
+        "        tracing::debug!(name = ?object.metadata.name, \"defaulting\");\n",
+        "        tracing::debug!(name = ?object.metadata.name, \"defaulting\");\n        // mine: the defaults of my kind\n",
+    );
+    assert_ne!(module, mine);
+    ws.write(MODULE, &mine);
+    refuses(
+        &ws,
+        &format!("{APPLICATION} --conversion --spoke v2"),
+        "a conversion webhook for example.example.com/v1, Kind=Application already exists, with the spokes v2",
+        "pass --spoke with a version it does not convert yet, or --force to scaffold operator/src/webhooks/example/v1/application.rs again",
+    );
+
+    webhook(&ws, &format!("{APPLICATION} --conversion --spoke v3")).success();
+    let extended = ws.read(MODULE);
+    assert!(
+        extended.contains("// mine: the defaults of my kind"),
+        "{extended}"
+    );
+    assert!(
+        extended.contains("    conversion.spoke(v2::to_hub, v2::from_hub);\n    conversion.spoke(v3::to_hub, v3::from_hub);\n    // +rsbuilder:scaffold:spokes\n"),
+        "{extended}"
+    );
+    for version in ["v2", "v3"] {
+        assert_eq!(
+            extended.matches(&format!("pub mod {version} {{")).count(),
+            1
+        );
+        assert_eq!(
+            extended
+                .matches(&format!(
+                    "async fn conversion_round_trips_through_{version}()"
+                ))
+                .count(),
+            1
+        );
+    }
+    assert!(
+        ws.read("PROJECT").contains(
+            "    conversion: true\n    defaulting: true\n    spoke:\n    - v2\n    - v3\n"
+        ),
+        "{}",
+        ws.read("PROJECT")
+    );
+
+    // --force writes the module again, and keeps both spokes.
+    webhook(
+        &ws,
+        &format!("{APPLICATION} --conversion --spoke v3 --force"),
+    )
+    .success();
+    let forced = ws.read(MODULE);
+    assert!(!forced.contains("// mine"));
+    for version in ["v2", "v3"] {
+        assert_eq!(forced.matches(&format!("pub mod {version} {{")).count(), 1);
+    }
+    assert!(
+        ws.read("PROJECT")
+            .contains("    spoke:\n    - v2\n    - v3\n")
+    );
+
+    // A fourth version is not converted until it is a spoke, and `create api` says so.
+    let err = stderr(
+        &ws.run(&[
+            "create",
+            "api",
+            "--group",
+            "example",
+            "--version",
+            "v4",
+            "--kind",
+            "Application",
+            "--controller=false",
+        ])
+        .success(),
+    );
+    assert!(
+        err.contains("warning: Application converts through its v1 webhook, which cannot convert v4 objects yet"),
+        "{err}"
+    );
+    assert!(
+        err.contains("  rsbuilder create webhook --group example --version v1 --kind Application --conversion --spoke v4\n"),
+        "{err}"
+    );
+}
+
 #[test]
 fn bad_input_is_refused_and_changes_nothing() {
     let ws = project();

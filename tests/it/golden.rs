@@ -110,6 +110,9 @@ const SCENARIOS: &[Scenario] = &[
             "create api --group example --version v2 --kind Cache --controller=false",
             "create webhook --group example --version v1 --kind Cache --programmatic-validation=true",
             "create webhook --group example --version v1 --kind Cache --conversion --spoke v2",
+            // A third version joins the conversion at its markers, without --force.
+            "create api --group example --version v3 --kind Cache --controller=false",
+            "create webhook --group example --version v1 --kind Cache --conversion --spoke v3",
             // Scaffolding webhooks again rewrites their module and duplicates nothing else.
             "create webhook --group example --version v1 --kind Application --defaulting --force",
         ],

@@ -20,6 +20,7 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, String> {
         <example::v1::Application as ::kube::CustomResourceExt>::crd(),
         <example::v1::Cache as ::kube::CustomResourceExt>::crd(),
         <example::v2::Cache as ::kube::CustomResourceExt>::crd(),
+        <example::v3::Cache as ::kube::CustomResourceExt>::crd(),
         // +rsbuilder:scaffold:crds
     ])
 }

@@ -3,4 +3,6 @@
 pub mod v1;
 
 pub mod v2;
+
+pub mod v3;
 // +rsbuilder:scaffold:versions

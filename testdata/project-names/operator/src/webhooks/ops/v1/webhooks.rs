@@ -7,6 +7,7 @@
 //! path the handler is registered under.
 
 use names_operator_api::ops::v1::Webhooks as WebhooksKind;
+
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.

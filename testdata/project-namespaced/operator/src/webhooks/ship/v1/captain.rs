@@ -7,6 +7,7 @@
 //! path the handler is registered under.
 
 use ns_operator_api::ship::v1::Captain;
+
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.

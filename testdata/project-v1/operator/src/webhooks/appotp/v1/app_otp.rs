@@ -7,6 +7,7 @@
 //! path the handler is registered under.
 
 use otp_operator_api::appotp::v1::AppOTP;
+
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.
@@ -62,6 +63,7 @@ impl webhook::Validator<Object> for Validator {
 pub fn conversion() -> webhook::Conversion {
     let mut conversion = webhook::Conversion::hub::<Object>();
     conversion.spoke(v2::to_hub, v2::from_hub);
+    // +rsbuilder:scaffold:spokes
     conversion
 }
 
@@ -93,6 +95,7 @@ pub mod v2 {
         })
     }
 }
+// +rsbuilder:scaffold:spoke-modules
 
 // +rsbuilder:scaffold:webhooks
 
@@ -212,15 +215,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn conversion_round_trips_through_v2() {
-        assert_round_trip("appotp.learn.com/v2").await;
-    }
-
-    #[tokio::test]
     async fn conversion_answers_a_malformed_review_with_400() {
         let response = within(webhooks().call(webhook::CONVERT_PATH, "{")).await;
         assert_eq!(response.status(), 400);
     }
+
+    #[tokio::test]
+    async fn conversion_round_trips_through_v2() {
+        assert_round_trip("appotp.learn.com/v2").await;
+    }
+    // +rsbuilder:scaffold:conversion-tests
 
     // +rsbuilder:scaffold:tests
 }

@@ -7,6 +7,7 @@
 //! path the handler is registered under.
 
 use project_v4_multigroup_api::crew::v1::Captain;
+
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.

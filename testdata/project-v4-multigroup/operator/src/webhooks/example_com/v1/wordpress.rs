@@ -7,6 +7,7 @@
 //! path the handler is registered under.
 
 use project_v4_multigroup_api::example_com::v1::Wordpress;
+
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.
@@ -18,6 +19,7 @@ type Object = Wordpress;
 pub fn conversion() -> webhook::Conversion {
     let mut conversion = webhook::Conversion::hub::<Object>();
     conversion.spoke(v2::to_hub, v2::from_hub);
+    // +rsbuilder:scaffold:spokes
     conversion
 }
 
@@ -49,6 +51,7 @@ pub mod v2 {
         })
     }
 }
+// +rsbuilder:scaffold:spoke-modules
 
 // +rsbuilder:scaffold:webhooks
 
@@ -105,15 +108,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn conversion_round_trips_through_v2() {
-        assert_round_trip("example.com.testproject.org/v2").await;
-    }
-
-    #[tokio::test]
     async fn conversion_answers_a_malformed_review_with_400() {
         let response = within(webhooks().call(webhook::CONVERT_PATH, "{")).await;
         assert_eq!(response.status(), 400);
     }
+
+    #[tokio::test]
+    async fn conversion_round_trips_through_v2() {
+        assert_round_trip("example.com.testproject.org/v2").await;
+    }
+    // +rsbuilder:scaffold:conversion-tests
 
     // +rsbuilder:scaffold:tests
 }

@@ -7,6 +7,7 @@
 //! path the handler is registered under.
 
 use project_v4_multigroup_api::example_com::v1alpha1::Memcached;
+
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.

@@ -7,6 +7,7 @@
 //! path the handler is registered under.
 
 use myoperator_api::example::v1::Application;
+
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.

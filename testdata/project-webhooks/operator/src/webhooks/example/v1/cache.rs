@@ -7,6 +7,7 @@
 //! path the handler is registered under.
 
 use myoperator_api::example::v1::Cache;
+
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.
@@ -62,6 +63,8 @@ impl webhook::Validator<Object> for Validator {
 pub fn conversion() -> webhook::Conversion {
     let mut conversion = webhook::Conversion::hub::<Object>();
     conversion.spoke(v2::to_hub, v2::from_hub);
+    conversion.spoke(v3::to_hub, v3::from_hub);
+    // +rsbuilder:scaffold:spokes
     conversion
 }
 
@@ -93,6 +96,36 @@ pub mod v2 {
         })
     }
 }
+
+/// The conversions between Cache v1, the hub, and v3.
+// TODO(user): Convert the fields whose name or type differ between the versions. Fields with
+// the same name and shape are copied, and a field that the other version cannot hold is an
+// error; keep round trips lossless, for instance with an annotation.
+pub mod v3 {
+    use rsbuilder_runtime::webhook;
+
+    type Hub = super::Object;
+    type Spoke = myoperator_api::example::v3::Cache;
+
+    /// Cache v3 to v1.
+    pub fn to_hub(spoke: Spoke) -> anyhow::Result<Hub> {
+        Ok(Hub {
+            metadata: spoke.metadata,
+            spec: webhook::same_fields(spoke.spec)?,
+            status: spoke.status.map(webhook::same_fields).transpose()?,
+        })
+    }
+
+    /// Cache v1 to v3.
+    pub fn from_hub(hub: Hub) -> anyhow::Result<Spoke> {
+        Ok(Spoke {
+            metadata: hub.metadata,
+            spec: webhook::same_fields(hub.spec)?,
+            status: hub.status.map(webhook::same_fields).transpose()?,
+        })
+    }
+}
+// +rsbuilder:scaffold:spoke-modules
 
 // +rsbuilder:scaffold:webhooks
 
@@ -212,15 +245,21 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn conversion_answers_a_malformed_review_with_400() {
+        let response = within(webhooks().call(webhook::CONVERT_PATH, "{")).await;
+        assert_eq!(response.status(), 400);
+    }
+
+    #[tokio::test]
     async fn conversion_round_trips_through_v2() {
         assert_round_trip("example.example.com/v2").await;
     }
 
     #[tokio::test]
-    async fn conversion_answers_a_malformed_review_with_400() {
-        let response = within(webhooks().call(webhook::CONVERT_PATH, "{")).await;
-        assert_eq!(response.status(), 400);
+    async fn conversion_round_trips_through_v3() {
+        assert_round_trip("example.example.com/v3").await;
     }
+    // +rsbuilder:scaffold:conversion-tests
 
     // +rsbuilder:scaffold:tests
 }

@@ -1,0 +1,65 @@
+//! The `Cache` kind of `example.example.com/v3`.
+//!
+//! The CRD in `config/crd/bases/` is generated from these types: after editing them, run
+//! `make manifests`. Doc comments become the schema's descriptions.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
+
+/// CacheSpec defines the desired state of Cache.
+#[derive(
+    kube::CustomResource,
+    serde::Deserialize,
+    serde::Serialize,
+    Clone,
+    Debug,
+    Default,
+    PartialEq,
+    schemars::JsonSchema,
+)]
+#[kube(
+    group = "example.example.com",
+    version = "v3",
+    kind = "Cache",
+    plural = "caches",
+    shortname = "cache",
+    namespaced,
+    storage = false,
+    status = "CacheStatus",
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].status"#
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct CacheSpec {
+    // TODO(user): Replace this example with the fields of your resource. Run `make manifests`
+    // after every change. Keep `Default` derivable: the controller's tests build their objects
+    // with `Spec::default()`, so that they compile whatever fields the spec has.
+    /// An example field: how many instances to run.
+    #[schemars(range(min = 1, max = 10))]
+    pub size: i32,
+}
+
+// The controller sets `conditions` and `observed_generation` on a copy of the current status and
+// applies only those. Give the fields you add `#[serde(default)]`, or make them `Option`s.
+/// CacheStatus defines the observed state of Cache.
+#[derive(
+    serde::Deserialize, serde::Serialize, Clone, Debug, Default, PartialEq, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct CacheStatus {
+    /// The latest observations of the resource's state. `Ready` sums them up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<metav1::Condition>,
+
+    /// The `metadata.generation` that the status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
