@@ -90,10 +90,20 @@ pub fn shown(value: &str) -> String {
 /// Prints `error: ...` with the whole cause chain, then the `help:` line: the refusal's own,
 /// or, for a failure of the file system, what to check.
 pub fn error(error: &anyhow::Error) {
-    line(format_args!("error: {error:#}"));
+    // Whatever a value held, the terminal gets no control character but the line ends that
+    // messages are made of (an `edit` refusal shows a diff).
+    line(format_args!(
+        "error: {}",
+        lines_shown(&format!("{error:#}"))
+    ));
     if let Some(help) = help(error) {
-        line(format_args!("help: {help}"));
+        line(format_args!("help: {}", lines_shown(&help)));
     }
+}
+
+/// `text` with every control character but `\n` escaped, as `shown` escapes them.
+fn lines_shown(text: &str) -> String {
+    text.split('\n').map(shown).collect::<Vec<_>>().join("\n")
 }
 
 fn help(error: &anyhow::Error) -> Option<String> {
@@ -185,5 +195,13 @@ mod tests {
             .unwrap_err();
         assert!(help(&other).is_some());
         assert_eq!(help(&anyhow::anyhow!("a bug")), None);
+    }
+
+    #[test]
+    fn messages_keep_their_lines_and_escape_every_other_control_character() {
+        assert_eq!(
+            lines_shown("invalid `a\u{1b}[31m\r\t\u{7f}`:\n- b"),
+            "invalid `a\\u{1b}[31m\\r\\t\\u{7f}`:\n- b"
+        );
     }
 }

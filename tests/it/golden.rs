@@ -72,7 +72,8 @@ const SCENARIOS: &[Scenario] = &[
         name: "project-namespaced",
         directory: "ns-operator",
         commands: &[
-            "init --domain example.org --namespaced --license none --repo https://github.com/example/ns-operator",
+            // An owner with what breaks TOML, Tera and shells, short of what is refused.
+            "init --domain example.org --namespaced --license none --repo https://github.com/example/ns-operator --owner 'Ünïcödé $HOME {{ team }} {% raw %} Authors 🦀'",
             "create api --group ship --version v1 --kind Captain",
             "create webhook --group ship --version v1 --kind Captain --defaulting",
         ],
@@ -87,6 +88,9 @@ const SCENARIOS: &[Scenario] = &[
             "create api --group example.com --version v1alpha1 --kind Memcached --image=memcached:1.6.26-alpine3.19 --image-container-command=memcached,--memory-limit=64,-o,modern,-v --image-container-port=11211 --run-as-user=1001 --plugins=deploy-image/v1-alpha",
             "create api --group appotp --version v1 --kind AppOTP --image memcached:1.6.26-alpine3.19 --image-container-port 11211 --run-as-user 1001",
             "create api --group web --version v1 --kind Site --image nginx",
+            // An image with every part of the reference grammar, and a command with quotes, a
+            // backslash, a shell variable and unicode, which reach Rust string literals.
+            "create api --group web --version v1 --kind Proxy --image registry.example.com:5000/team_a/proxy.x:v1.2_rc-3 --image-container-command 'sh,-c,echo \"héllo \\ wörld\" $HOME 🦀' --image-container-port 8080",
             "create api --group apps --version v1 --kind Deployment --resource=false --controller",
             "create api --group core --version v1 --kind Pod --resource=false --controller",
             "create api --group rbac.authorization --version v1 --kind ClusterRole --resource=false --controller",

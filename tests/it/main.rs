@@ -7,6 +7,7 @@ mod create_webhook;
 mod edit;
 mod generate;
 mod golden;
+mod hostile;
 mod init;
 mod support;
 mod terminal;

@@ -24,6 +24,7 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, String> {
         <example_com::v1alpha1::Memcached as ::kube::CustomResourceExt>::crd(),
         <appotp::v1::AppOTP as ::kube::CustomResourceExt>::crd(),
         <web::v1::Site as ::kube::CustomResourceExt>::crd(),
+        <web::v1::Proxy as ::kube::CustomResourceExt>::crd(),
         // +rsbuilder:scaffold:crds
     ])
 }

@@ -32,6 +32,7 @@ async fn main() -> anyhow::Result<()> {
         controllers::example_com::memcached::registration(),
         controllers::appotp::app_otp::registration(),
         controllers::web::site::registration(),
+        controllers::web::proxy::registration(),
         controllers::apps::deployment::registration(),
         controllers::core::pod::registration(),
         controllers::rbac::cluster_role::registration(),

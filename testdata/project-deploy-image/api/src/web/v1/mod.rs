@@ -2,4 +2,7 @@
 
 pub mod site;
 pub use self::site::Site;
+
+pub mod proxy;
+pub use self::proxy::Proxy;
 // +rsbuilder:scaffold:kinds

@@ -1,4 +1,6 @@
 //! Tests of the controllers of the `web.learn.com` API group.
 
 mod site;
+
+mod proxy;
 // +rsbuilder:scaffold:kinds

@@ -1,0 +1,476 @@
+//! The controller of `Proxy` (`web.learn.com/v1`): it runs the image each
+//! Proxy describes as a Deployment of the same name, keeps the Deployment in line with the
+//! spec, and reports its state in the status.
+//!
+//! [`deployment`] is the Deployment a Proxy wants, a pure function of it; `reconcile`
+//! applies it with server-side apply and an owner reference (so that it goes when the
+//! Proxy goes), and sets the `Available`, `Progressing` and `Degraded` conditions from
+//! the Deployment's status. The controller also watches the Deployments it owns, so that their
+//! changes trigger a reconcile.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1 as appsv1;
+use k8s_openapi::api::core::v1 as corev1;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::finalizer::{self, finalizer};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt};
+
+use memcached_operator_api::web::v1::proxy::Proxy;
+use memcached_operator_api::web::v1::proxy::ProxyStatus;
+
+use rsbuilder_runtime::controller::{check_api, report};
+use rsbuilder_runtime::{Backoff, ControllerContext, Metrics, Registration};
+
+/// The kind this controller reconciles.
+type Object = Proxy;
+/// Its status.
+type Status = ProxyStatus;
+
+/// The controller's name: it labels its metrics and logs, and is its field manager.
+pub const NAME: &str = "web-proxy";
+
+/// The finalizer this controller keeps on every Proxy until it cleaned up after it.
+pub const FINALIZER: &str = "web.learn.com/finalizer";
+
+/// The image a Proxy runs when its spec names none (`create api --image`); the CRD
+/// defaults `spec.image` to it as well.
+pub const DEFAULT_IMAGE: &str = "registry.example.com:5000/team_a/proxy.x:v1.2_rc-3";
+
+/// The command of the container (`--image-container-command`); empty keeps the image's own.
+pub const COMMAND: &[&str] = &["sh", "-c", "echo \"héllo \\ wörld\" $HOME 🦀"];
+
+/// The user the container runs as (`--run-as-user`); `None` keeps the image's own, which
+/// must not be root.
+pub const RUN_AS_USER: Option<i64> = None;
+
+/// The name of the container in the pods.
+pub const CONTAINER: &str = "proxy";
+
+/// How often a healthy Proxy is reconciled again, to repair drift.
+const RESYNC: Duration = Duration::from_secs(300);
+/// How soon a Proxy whose Deployment is not available yet is looked at again.
+const WAIT: Duration = Duration::from_secs(10);
+/// The first retry after a failure; each further failure doubles it, up to [`MAX_BACKOFF`].
+const BASE_BACKOFF: Duration = Duration::from_millis(500);
+/// The longest wait between retries.
+const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+// The permissions this controller needs; `rsbuilder generate` writes them to
+// config/rbac/role.yaml. Add a marker for every other resource it reads or writes.
+// +rsbuilder:rbac:groups=web.learn.com,resources=proxies,verbs=get;list;watch;create;update;patch;delete
+// +rsbuilder:rbac:groups=web.learn.com,resources=proxies/status,verbs=get;update;patch
+// +rsbuilder:rbac:groups=web.learn.com,resources=proxies/finalizers,verbs=update
+// +rsbuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +rsbuilder:rbac:groups=core,resources=pods,verbs=get;list;watch
+
+/// What can go wrong in a reconcile.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A request to the API server failed.
+    #[error("Kubernetes API request failed: {0}")]
+    Kube(#[from] kube::Error),
+    /// Adding or removing the finalizer, or the work it guards, failed.
+    #[error("finalizer failed: {0}")]
+    Finalizer(#[source] Box<finalizer::Error<Error>>),
+}
+
+/// State shared by every reconcile of this controller.
+pub struct Context {
+    /// A client for the API server.
+    pub client: Client,
+    /// Publishes Kubernetes events about Proxys.
+    pub recorder: Recorder,
+    /// The manager's metrics.
+    pub metrics: Arc<Metrics>,
+    /// Retry delays of failed Proxys.
+    backoff: Backoff<Object>,
+}
+
+impl Context {
+    /// The context of a controller that talks through `client`.
+    pub fn new(client: Client, metrics: Arc<Metrics>) -> Self {
+        let reporter = Reporter {
+            controller: NAME.into(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            metrics,
+            backoff: Backoff::new(BASE_BACKOFF, MAX_BACKOFF),
+        }
+    }
+}
+
+/// Registers this controller with the manager; `main.rs` calls it.
+pub fn registration() -> Registration {
+    Registration::new(NAME, run)
+}
+
+/// Runs the controller until the manager stops it.
+pub async fn run(ctx: ControllerContext) -> anyhow::Result<()> {
+    let (api, deployments): (Api<Object>, Api<appsv1::Deployment>) = match &ctx.watch_namespace {
+        Some(namespace) => (
+            Api::namespaced(ctx.client.clone(), namespace),
+            Api::namespaced(ctx.client.clone(), namespace),
+        ),
+        None => (Api::all(ctx.client.clone()), Api::all(ctx.client.clone())),
+    };
+    check_api(&api).await?;
+
+    let controller = Controller::new(api, watcher::Config::default().any_semantic())
+        .owns(deployments, watcher::Config::default().any_semantic());
+    let store = controller.store();
+    let ready = ctx.ready.clone();
+    tokio::spawn(async move {
+        if store.wait_until_ready().await.is_ok() {
+            ready.ready();
+        }
+    });
+
+    let context = Arc::new(Context::new(ctx.client.clone(), ctx.metrics.clone()));
+    controller
+        .graceful_shutdown_on(ctx.shutdown.clone().cancelled_owned())
+        .run(reconcile, error_policy, context)
+        .for_each(|result| async move { report(NAME, &result) })
+        .await;
+    Ok(())
+}
+
+/// The labels of the pods of `object`, which select them: the Proxy's identity only. A
+/// Deployment's selector cannot change, so it holds neither the image nor its version.
+pub fn selector_labels(object: &Object) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("app.kubernetes.io/name".to_owned(), CONTAINER.to_owned()),
+        ("app.kubernetes.io/instance".to_owned(), object.name_any()),
+    ])
+}
+
+/// The Deployment that runs `object`, as this controller applies it.
+pub fn deployment(object: &Object) -> appsv1::Deployment {
+    let spec = &object.spec;
+    let selector = selector_labels(object);
+    let mut labels = selector.clone();
+    labels.insert("app.kubernetes.io/managed-by".into(), NAME.into());
+    let container = corev1::Container {
+        name: CONTAINER.into(),
+        image: Some(spec.image.clone().unwrap_or_else(|| DEFAULT_IMAGE.into())),
+        image_pull_policy: Some("IfNotPresent".into()),
+        command: (!COMMAND.is_empty()).then(|| COMMAND.iter().map(|s| (*s).to_owned()).collect()),
+        ports: (!spec.ports.is_empty()).then(|| spec.ports.clone()),
+        env: (!spec.env.is_empty()).then(|| spec.env.clone()),
+        resources: spec.resources.clone(),
+        // The restricted Pod Security Standard.
+        security_context: Some(corev1::SecurityContext {
+            run_as_non_root: Some(true),
+            run_as_user: RUN_AS_USER,
+            allow_privilege_escalation: Some(false),
+            capabilities: Some(corev1::Capabilities {
+                drop: Some(vec!["ALL".into()]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    appsv1::Deployment {
+        metadata: metav1::ObjectMeta {
+            name: Some(object.name_any()),
+            namespace: object.namespace(),
+            labels: Some(labels.clone()),
+            // Deleting the Proxy deletes the Deployment; in a foreground deletion, only
+            // once the Deployment is gone.
+            owner_references: object.controller_owner_ref(&()).map(|mut owner| {
+                owner.block_owner_deletion = Some(true);
+                vec![owner]
+            }),
+            ..Default::default()
+        },
+        spec: Some(appsv1::DeploymentSpec {
+            replicas: Some(spec.size.unwrap_or(1)),
+            selector: metav1::LabelSelector {
+                match_labels: Some(selector),
+                ..Default::default()
+            },
+            template: corev1::PodTemplateSpec {
+                metadata: Some(metav1::ObjectMeta {
+                    labels: Some(labels),
+                    ..Default::default()
+                }),
+                spec: Some(corev1::PodSpec {
+                    security_context: Some(corev1::PodSecurityContext {
+                        run_as_non_root: Some(true),
+                        seccomp_profile: Some(corev1::SeccompProfile {
+                            type_: "RuntimeDefault".into(),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }),
+                    containers: vec![container],
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// A condition of the Proxy, before its transition time is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observed {
+    /// `Available`, `Progressing` or `Degraded`.
+    pub type_: &'static str,
+    /// `True` or `False`.
+    pub status: &'static str,
+    /// Why, for programs.
+    pub reason: &'static str,
+    /// Why, for people.
+    pub message: String,
+}
+
+/// The `Available`, `Progressing` and `Degraded` conditions of a Proxy whose Deployment
+/// is `deployment`, as the API server returned it, and which wants `replicas` pods.
+pub fn observe(deployment: &appsv1::Deployment, replicas: i32) -> [Observed; 3] {
+    let status = deployment.status.clone().unwrap_or_default();
+    let condition = |type_: &str| {
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == type_)
+            .cloned()
+    };
+    let available_replicas = status.available_replicas.unwrap_or(0);
+    let updated = status.updated_replicas.unwrap_or(0);
+    let current = status.observed_generation >= deployment.metadata.generation;
+    let stalled = condition("Progressing").is_some_and(|c| {
+        c.status == "False" && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
+    });
+    let failing = condition("ReplicaFailure").filter(|c| c.status == "True");
+
+    let available = if available_replicas >= replicas {
+        Observed {
+            type_: "Available",
+            status: "True",
+            reason: "MinimumReplicasAvailable",
+            message: format!("{available_replicas} of {replicas} pods are available"),
+        }
+    } else {
+        Observed {
+            type_: "Available",
+            status: "False",
+            reason: "ReplicasUnavailable",
+            message: format!("{available_replicas} of {replicas} pods are available"),
+        }
+    };
+    let progressing = if current && updated >= replicas && available_replicas >= replicas {
+        Observed {
+            type_: "Progressing",
+            status: "False",
+            reason: "RolloutComplete",
+            message: "the Deployment runs the current spec".into(),
+        }
+    } else {
+        Observed {
+            type_: "Progressing",
+            status: "True",
+            reason: "RollingOut",
+            message: format!("{updated} of {replicas} pods run the current spec"),
+        }
+    };
+    let degraded = match (stalled, failing) {
+        (true, _) => Observed {
+            type_: "Degraded",
+            status: "True",
+            reason: "ProgressDeadlineExceeded",
+            message: "the rollout made no progress within the Deployment's deadline".into(),
+        },
+        (false, Some(failure)) => Observed {
+            type_: "Degraded",
+            status: "True",
+            reason: "ReplicaFailure",
+            message: failure
+                .message
+                .unwrap_or_else(|| "pods cannot be created".into()),
+        },
+        (false, None) => Observed {
+            type_: "Degraded",
+            status: "False",
+            reason: "AsExpected",
+            message: "the Deployment reports no failure".into(),
+        },
+    };
+    [available, progressing, degraded]
+}
+
+/// Makes the cluster match one Proxy object; behind a finalizer, so that deletion runs [`cleanup`].
+pub async fn reconcile(object: Arc<Object>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let _timer = ctx.metrics.reconcile.start(NAME);
+    let namespace = object.namespace().unwrap_or_default();
+    let api: Api<Object> = Api::namespaced(ctx.client.clone(), &namespace);
+    let key = ObjectRef::from_obj(&*object);
+    let result = finalizer(&api, FINALIZER, object, |event| async {
+        match event {
+            finalizer::Event::Apply(object) => apply(&object, &api, &ctx).await,
+            finalizer::Event::Cleanup(object) => cleanup(&object, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|error| Error::Finalizer(Box::new(error)));
+    match &result {
+        Ok(_) => {
+            ctx.metrics.reconcile.success(NAME);
+            ctx.backoff.succeeded(&key);
+        }
+        Err(_) => ctx.metrics.reconcile.error(NAME),
+    }
+    result
+}
+
+/// Applies the Deployment, then reports its state.
+async fn apply(object: &Object, api: &Api<Object>, ctx: &Context) -> Result<Action, Error> {
+    let namespace = object.namespace().unwrap_or_default();
+    let deployments: Api<appsv1::Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
+    let desired = deployment(object);
+    let applied = deployments
+        .patch(
+            &object.name_any(),
+            &PatchParams::apply(NAME).force(),
+            &Patch::Apply(&desired),
+        )
+        .await?;
+
+    let replicas = object.spec.size.unwrap_or(1);
+    let observed = observe(&applied, replicas);
+    let generation = object.metadata.generation;
+    let current = object.status.clone().unwrap_or_default();
+    let now = metav1::Time(k8s_openapi::jiff::Timestamp::now());
+    let mut conditions = Vec::new();
+    let mut transitions = Vec::new();
+    for observation in &observed {
+        let previous = current
+            .conditions
+            .iter()
+            .find(|c| c.type_ == observation.type_);
+        let transitioned = previous.is_none_or(|c| c.status != observation.status);
+        if transitioned {
+            transitions.push(observation.clone());
+        }
+        conditions.push(metav1::Condition {
+            type_: observation.type_.into(),
+            status: observation.status.into(),
+            reason: observation.reason.into(),
+            message: observation.message.clone(),
+            observed_generation: generation,
+            // Keep the transition time while the status stays, so that an unchanged status
+            // patches to nothing and does not trigger another reconcile.
+            last_transition_time: match previous {
+                Some(condition) if !transitioned => condition.last_transition_time.clone(),
+                _ => now.clone(),
+            },
+        });
+    }
+    let status_of = |deployment: &appsv1::Deployment| deployment.status.clone().unwrap_or_default();
+    let ready_replicas = status_of(&applied).ready_replicas.unwrap_or(0);
+    let available_replicas = status_of(&applied).available_replicas.unwrap_or(0);
+
+    // The fields this controller owns, set on a copy of the current status: the others stay as
+    // they are, whoever sets them.
+    let mut status: Status = current.clone();
+    for condition in &conditions {
+        set_condition(&mut status.conditions, condition.clone());
+    }
+    status.observed_generation = generation;
+    status.ready_replicas = Some(ready_replicas);
+    status.available_replicas = Some(available_replicas);
+    if status != current {
+        let patch = serde_json::json!({
+            "apiVersion": Object::api_version(&()),
+            "kind": Object::kind(&()),
+            "status": {
+                "conditions": conditions,
+                "observedGeneration": generation,
+                "readyReplicas": ready_replicas,
+                "availableReplicas": available_replicas,
+            },
+        });
+        api.patch_status(
+            &object.name_any(),
+            &PatchParams::apply(NAME).force(),
+            &Patch::Apply(&patch),
+        )
+        .await?;
+    }
+    // An event when the application becomes available or not, or degraded or not; rollouts
+    // come and go too often to be worth one.
+    for transition in transitions.into_iter().filter(|t| t.type_ != "Progressing") {
+        let trouble = (transition.type_ == "Available") == (transition.status == "False");
+        ctx.recorder
+            .publish(
+                &Event {
+                    type_: if trouble {
+                        EventType::Warning
+                    } else {
+                        EventType::Normal
+                    },
+                    reason: transition.reason.into(),
+                    note: Some(transition.message),
+                    action: "Reconcile".into(),
+                    secondary: None,
+                },
+                &object.object_ref(&()),
+            )
+            .await?;
+    }
+    let available = observed[0].status == "True";
+    Ok(Action::requeue(if available { RESYNC } else { WAIT }))
+}
+
+/// The work before an object goes away: the finalizer is removed once this succeeds. The
+/// Deployment goes with the Proxy: Kubernetes deletes what it owns.
+async fn cleanup(object: &Object, ctx: &Context) -> Result<Action, Error> {
+    // TODO(user): Delete what this object created outside the cluster.
+    ctx.recorder
+        .publish(
+            &Event {
+                type_: EventType::Normal,
+                reason: "CleanedUp".into(),
+                note: Some(format!(
+                    "{} {} is cleaned up",
+                    Object::kind(&()),
+                    object.name_any()
+                )),
+                action: "Cleanup".into(),
+                secondary: None,
+            },
+            &object.object_ref(&()),
+        )
+        .await?;
+    Ok(Action::await_change())
+}
+
+/// Puts `condition` in place of the one of its type, or adds it.
+fn set_condition(conditions: &mut Vec<metav1::Condition>, condition: metav1::Condition) {
+    match conditions.iter_mut().find(|c| c.type_ == condition.type_) {
+        Some(existing) => *existing = condition,
+        None => conditions.push(condition),
+    }
+}
+
+/// Decides when a failed object is retried: after [`BASE_BACKOFF`], doubled for every
+/// consecutive failure, at most [`MAX_BACKOFF`].
+pub fn error_policy(object: Arc<Object>, error: &Error, ctx: Arc<Context>) -> Action {
+    let delay = ctx.backoff.failed(&object);
+    tracing::warn!(object = %object.name_any(), ?delay, "reconcile failed: {error}");
+    Action::requeue(delay)
+}
