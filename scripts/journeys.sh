@@ -10,7 +10,11 @@
 #   web/Site             a kind that runs an image (--image): a spec field that its pure
 #                        Deployment builder passes to the pods, with a test of it;
 #   example/Application  also a second controller (--controller-name application-audit);
-#   ledger/Ledger        a server-side-applied kind (--ssa) with another optional field.
+#   ledger/Ledger        a server-side-applied kind (--ssa) with another optional field;
+#   batch/Task           two versions of a kind that embeds Kubernetes' own types: a
+#                        JobTemplateSpec, a Vec<ObjectReference>, an enum with a default and
+#                        an Option<Time> in the status; its CRD's size is printed and checked,
+#                        with every description and with Kubernetes' descriptions dropped.
 # Application then gets its webhooks, filled in as users describe them: defaulting sets
 # replicas to 1 when they are 0; validation denies fewer than one replica ("replicas must be
 # at least 1") and warns about an image without a tag; tests prove it through the HTTP layer.
@@ -47,6 +51,8 @@ done
 "$rsbuilder" create api --group example --version v1 --kind Application --resource=false \
   --controller-name application-audit 2>/dev/null
 "$rsbuilder" create api --group ledger --version v1 --kind Ledger --ssa 2>/dev/null
+"$rsbuilder" create api --group batch --version v1 --kind Task 2>/dev/null
+"$rsbuilder" create api --group batch --version v2 --kind Task --controller=false 2>/dev/null
 
 step "edit the types and the samples"
 python3 - <<'PY'
@@ -317,13 +323,102 @@ edit("api/src/ledger/v1/ledger.rs", "    pub size: Option<i32>,\n", '''    pub s
     pub account: Option<String>,
 ''')
 edit("config/samples/ledger_v1_ledger.yaml", "  size: 1\n", "  size: 1\n  account: operations\n")
+
+# A kind that embeds Kubernetes' own types, in both of its versions.
+TASK_FIELDS = '''
+    /// The Job that runs the task.
+    pub job_template: k8s_openapi::api::batch::v1::JobTemplateSpec,
+
+    /// What happens when a run is still going when the next one starts.
+    #[serde(default)]
+    pub concurrency: Concurrency,
+
+    /// The objects the task reads.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<k8s_openapi::api::core::v1::ObjectReference>,
+}
+
+/// What happens when a run is still going when the next one starts.
+#[derive(
+    serde::Deserialize, serde::Serialize, Clone, Debug, Default, PartialEq, schemars::JsonSchema,
+)]
+pub enum Concurrency {
+    /// The runs go side by side.
+    #[default]
+    Allow,
+    /// The new run is skipped.
+    Forbid,
+    /// The new run replaces the old one.
+    Replace,
+}
+'''
+for version in ["v1", "v2"]:
+    types = f"api/src/batch/{version}/task.rs"
+    edit(types, "    pub size: i32,\n}\n", "    pub size: i32,\n" + TASK_FIELDS)
+    edit(types, "    pub observed_generation: Option<i64>,\n", '''    pub observed_generation: Option<i64>,
+
+    /// When the task last ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run: Option<metav1::Time>,
+''')
+    edit(f"config/samples/batch_{version}_task.yaml", "  size: 1\n", '''  size: 1
+  concurrency: Forbid
+  inputs:
+  - kind: ConfigMap
+    name: task-input
+  jobTemplate:
+    metadata:
+      labels:
+        app: task
+    spec:
+      template:
+        metadata:
+          labels:
+            app: task
+        spec:
+          restartPolicy: Never
+          containers:
+          - name: task
+            image: busybox:1.36
+            command: ["sh", "-c", "echo done"]
+            resources:
+              limits:
+                memory: 64Mi
+''')
 PY
 # The journeys' own edits must be rustfmt-clean, as a user's editor would leave them.
 cargo fmt --all
 
 step "make manifests (rsbuilder installed into bin/ from this checkout)"
-make --no-print-directory manifests RSBUILDER_INSTALL="--path $root --quiet rsbuilder"
+make --no-print-directory manifests RSBUILDER_INSTALL="--path $root --quiet rsbuilder" 2>"$work/manifests.err" \
+  || { cat "$work/manifests.err"; exit 1; }
 test -x bin/rsbuilder-*/bin/rsbuilder
+step "the CRD that embeds Kubernetes' types: its size, and the warning of generate"
+# Sizes as the API server is sent them (JSON), and of the file. The goal, with every
+# description: a version's schema no larger than controller-gen's for a JobTemplateSpec
+# (kubebuilder's CronJob tutorial, one version: a 593,281-byte file at 31f7ac08) and under
+# 310,000 bytes of JSON (kube and schemars wrote 352,966 before api/src/schema.rs).
+crd_size() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys, yaml
+path, most_json, most_file = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+text = open(path).read()
+crd = next(d for d in yaml.safe_load_all(text) if d)
+versions = crd["spec"]["versions"]
+schema = [len(json.dumps(v["schema"]["openAPIV3Schema"], separators=(",", ":"))) for v in versions]
+whole = len(json.dumps(crd, separators=(",", ":")))
+print(f"  {path}: {len(text)} bytes of YAML, {whole} of JSON; per version {schema} of JSON")
+own = versions[0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["jobTemplate"]
+assert own.get("description") == "The Job that runs the task.", own.get("description")
+meta = own["properties"]["metadata"]["properties"]
+assert sorted(meta) == ["annotations", "finalizers", "labels", "name", "namespace"], sorted(meta)
+if max(schema) > most_json or len(text) / len(versions) > most_file:
+    raise SystemExit(f"journey: the CRD is larger than its goal ({most_json} of JSON, {most_file} of YAML a version)")
+PY
+}
+crd_size config/crd/bases/batch.example.com_tasks.yaml 310000 593281
+grep -q "warning: \`config/crd/bases/batch.example.com_tasks.yaml\` is .* KiB as JSON; its largest fields: v1:spec.jobTemplate" "$work/manifests.err" \
+  || { echo "journey: generate did not warn about the CRD over 256 KiB:"; cat "$work/manifests.err"; exit 1; }
 step "cargo clippy --locked --all-targets -- -D warnings"
 cargo clippy --quiet --locked --all-targets -- -D warnings
 step "cargo test --locked"
@@ -342,6 +437,16 @@ if [[ -x "$validator" ]]; then
   step "validate-manifests (the samples against their CRDs)"
   "$validator" --quiet .
 fi
+step "Kubernetes' descriptions dropped (KubernetesAtMost(0)): under 256 KiB, and no warning"
+sed -i 's/^pub const DESCRIPTIONS: schema::Descriptions = schema::Descriptions::All;/pub const DESCRIPTIONS: schema::Descriptions = schema::Descriptions::KubernetesAtMost(0);/' api/src/lib.rs
+grep -q 'KubernetesAtMost(0);' api/src/lib.rs
+make --no-print-directory manifests 2>"$work/manifests.err" || { cat "$work/manifests.err"; exit 1; }
+crd_size config/crd/bases/batch.example.com_tasks.yaml 60000 230000
+if grep -q "warning: \`config/crd/bases/batch.example.com_tasks.yaml\`" "$work/manifests.err"; then
+  echo "journey: generate warned about a CRD under 256 KiB"; cat "$work/manifests.err"; exit 1
+fi
+cargo test --quiet --locked -p journey-operator-api
+make --no-print-directory check-manifests
 step "the webhook tests of the journey ran"
 count="$(cargo test --quiet --locked --lib -- --list 2>/dev/null | grep -c '^webhooks::example::v1::application::tests::.*: test$' || true)"
 if [[ "$count" != 8 ]]; then

@@ -57,6 +57,7 @@ pub fn generate(root: &Path, check: bool) -> anyhow::Result<()> {
     let crd_started = Instant::now();
     let crds = crds(root)?;
     let crd_time = crd_started.elapsed();
+    check_sizes(&crds)?;
 
     let mut files: Vec<PlannedFile> = crds
         .iter()
@@ -163,6 +164,82 @@ fn split_crds(stream: &str) -> anyhow::Result<BTreeMap<PathBuf, String>> {
     Ok(files)
 }
 
+/// A CRD larger than this, as the JSON the API server is sent, cannot be applied client-side:
+/// `kubectl apply` keeps the whole object in its last-applied annotation, and a resource's
+/// annotations may hold 256 KiB.
+const WARN_BYTES: usize = 256 * 1024;
+/// A CRD larger than this cannot be stored: etcd refuses requests over 1.5 MiB.
+const MAX_BYTES: usize = 1536 * 1024;
+/// How many of the largest fields a warning names.
+const LARGEST: usize = 5;
+
+/// What to do about a CRD that grew too large.
+const SIZE_HELP: &str = "trim the schemas' descriptions with `DESCRIPTIONS` in api/src/lib.rs: `Descriptions::KubernetesAtMost(0)` drops those of Kubernetes' own types and keeps yours, `AtMost(n)` is controller-gen's `crd:maxDescLen=n`; install with `kubectl apply --server-side` (`make install` does)";
+
+/// Warns about every CRD over `WARN_BYTES` and refuses one over `MAX_BYTES`, naming the
+/// fields whose schemas are largest.
+fn check_sizes(crds: &BTreeMap<PathBuf, String>) -> anyhow::Result<()> {
+    for (path, yaml) in crds {
+        let value: serde_json::Value = serde_yaml::from_str(yaml.trim_start_matches("---\n"))
+            .with_context(|| {
+                format!(
+                    "crdgen printed a CRD that does not parse: {}",
+                    path.display()
+                )
+            })?;
+        let bytes = serde_json::to_vec(&value)?.len();
+        if bytes <= WARN_BYTES {
+            continue;
+        }
+        let largest = largest_fields(&value)
+            .iter()
+            .map(|(field, size)| format!("{field} ({})", kib(*size)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let what = format!(
+            "`{}` is {} as JSON; its largest fields: {largest}",
+            path.display(),
+            kib(bytes)
+        );
+        if bytes > MAX_BYTES {
+            return Err(UserError::new(format!(
+                "{what}; the API server cannot store a CRD over {} (etcd's request limit); nothing was written",
+                kib(MAX_BYTES)
+            ))
+            .help(SIZE_HELP)
+            .into());
+        }
+        ui::note(&format!(
+            "warning: {what}; a client-side `kubectl apply` fails on a CRD over {}\nhelp: {SIZE_HELP}",
+            kib(WARN_BYTES)
+        ));
+    }
+    Ok(())
+}
+
+fn kib(bytes: usize) -> String {
+    format!("{:.1} KiB", bytes as f64 / 1024.0)
+}
+
+/// The fields of every version's spec and status whose schemas are largest, as
+/// `<version>:spec.<field>` with their size in bytes of JSON, largest first.
+fn largest_fields(crd: &serde_json::Value) -> Vec<(String, usize)> {
+    let mut fields = Vec::new();
+    for version in crd["spec"]["versions"].as_array().into_iter().flatten() {
+        let name = version["name"].as_str().unwrap_or("?");
+        let schema = &version["schema"]["openAPIV3Schema"]["properties"];
+        for part in ["spec", "status"] {
+            for (field, schema) in schema[part]["properties"].as_object().into_iter().flatten() {
+                let size = serde_json::to_vec(schema).map_or(0, |bytes| bytes.len());
+                fields.push((format!("{name}:{part}.{field}"), size));
+            }
+        }
+    }
+    fields.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    fields.truncate(LARGEST);
+    fields
+}
+
 fn orphans(root: &Path, crds: &BTreeMap<PathBuf, String>) -> anyhow::Result<Vec<PathBuf>> {
     let dir = root.join(CRD_DIR);
     let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -211,6 +288,34 @@ fn check_files(root: &Path, files: &[PlannedFile], orphans: &[PathBuf]) -> anyho
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A CRD whose v1 spec has a field `big` with a description of `bytes` bytes.
+    fn crd_of(bytes: usize) -> BTreeMap<PathBuf, String> {
+        let yaml = format!(
+            "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec:\n  group: a.io\n  names:\n    plural: bs\n  versions:\n  - name: v1\n    schema:\n      openAPIV3Schema:\n        properties:\n          spec:\n            properties:\n              big:\n                description: {}\n              small:\n                type: string\n",
+            "x".repeat(bytes)
+        );
+        BTreeMap::from([(PathBuf::from("config/crd/bases/a.io_bs.yaml"), yaml)])
+    }
+
+    #[test]
+    fn a_crd_too_large_to_store_is_refused_naming_its_largest_fields() {
+        assert!(check_sizes(&crd_of(WARN_BYTES - 1024)).is_ok());
+        // Over the annotation limit: a warning only.
+        assert!(check_sizes(&crd_of(WARN_BYTES + 1)).is_ok());
+        assert!(check_sizes(&crd_of(MAX_BYTES - 1024)).is_ok());
+        let error = check_sizes(&crd_of(MAX_BYTES)).unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.starts_with("`config/crd/bases/a.io_bs.yaml` is 1536.") && message.contains(" KiB as JSON; its largest fields: v1:spec.big (1536.0 KiB), v1:spec.small (0.0 KiB); the API server cannot store a CRD over 1536.0 KiB"),
+            "{message}"
+        );
+        let help = error
+            .downcast_ref::<UserError>()
+            .and_then(UserError::help_text)
+            .unwrap();
+        assert!(help.contains("KubernetesAtMost(0)"), "{help}");
+    }
 
     #[test]
     fn crdgen_output_is_split_per_crd() {

@@ -24,9 +24,10 @@ const NOT_RAW: &[&str] = &["crate", "self", "super", "Self", "_"];
 
 /// File stems that a group's or a kind's module must not take: `lib` and `main` (a crate's
 /// root: `api/src/lib.rs`, `operator/tests/controllers/main.rs`), `mod` (the parent module's
-/// own `mod.rs`), `bin` (`api/src/bin/`, where cargo looks for binaries) and `support` (the
-/// controller tests' helpers).
-const RESERVED_STEMS: &[&str] = &["bin", "lib", "main", "mod", "support"];
+/// own `mod.rs`), `bin` (`api/src/bin/`, where cargo looks for binaries), `support` (the
+/// controller tests' helpers) and `schema` (`api/src/schema.rs`, how the CRDs' schemas are
+/// written).
+const RESERVED_STEMS: &[&str] = &["bin", "lib", "main", "mod", "schema", "support"];
 
 /// Names of Rust's prelude that a kind must not shadow: the derived code of a kind's module
 /// uses them unqualified.
@@ -1030,7 +1031,7 @@ mod tests {
 
     #[test]
     fn modules_never_take_the_files_of_crates_or_of_their_parents() {
-        for stem in ["bin", "lib", "main", "mod", "support"] {
+        for stem in ["bin", "lib", "main", "mod", "schema", "support"] {
             let kind = format!("{}{}", stem[..1].to_uppercase(), &stem[1..]);
             let names = ResourceNames::new(stem, "v1", &kind, None, "learn.com");
             let suffixed = format!("{stem}_");

@@ -577,7 +577,11 @@ mod tests {
                 b'\\' if in_string => at += 1,
                 _ => {}
             }
+            // On to the next character, which may take several bytes.
             at += 1;
+            while at < bytes.len() && !line.is_char_boundary(at) {
+                at += 1;
+            }
         }
         names
     }

@@ -5,6 +5,8 @@
 
 use ::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
+pub mod schema;
+
 pub mod kube;
 
 pub mod super_;
@@ -24,6 +26,13 @@ pub mod lib_;
 pub mod main_;
 // +rsbuilder:scaffold:groups
 
+/// Which descriptions the CRDs' schemas keep: `All`, `AtMost(n)` (every description cut at
+/// the last sentence within `n` characters, as controller-gen's `crd:maxDescLen=n`; 0 drops
+/// them) or `KubernetesAtMost(n)` (yours whole, those of Kubernetes' own types cut). A kind that
+/// embeds a `PodTemplateSpec` carries about 250 kB of Kubernetes' descriptions per version;
+/// `rsbuilder generate` warns when a CRD outgrows 256 KiB and refuses one over 1.5 MiB.
+pub const DESCRIPTIONS: schema::Descriptions = schema::Descriptions::All;
+
 /// Every CustomResourceDefinition of this crate, the versions of each kind merged into one.
 ///
 /// `crdgen` prints them; `rsbuilder generate` writes them to `config/crd/bases/`.
@@ -32,7 +41,7 @@ pub mod main_;
 /// When the versions of one kind disagree on anything but their schema (group, scope, names),
 /// or when not exactly one of them is the storage version.
 pub fn crds() -> Result<Vec<CustomResourceDefinition>, String> {
-    merge_versions(vec![
+    let mut crds = merge_versions(vec![
         <kube::v1::Context as ::kube::CustomResourceExt>::crd(),
         <super_::v1::Status as ::kube::CustomResourceExt>::crd(),
         <r#type::v1::Match as ::kube::CustomResourceExt>::crd(),
@@ -47,7 +56,11 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, String> {
         <lib_::v1::Mod as ::kube::CustomResourceExt>::crd(),
         <main_::v1::On as ::kube::CustomResourceExt>::crd(),
         // +rsbuilder:scaffold:crds
-    ])
+    ])?;
+    for crd in &mut crds {
+        schema::compact(crd, DESCRIPTIONS)?;
+    }
+    Ok(crds)
 }
 
 /// `crd` as YAML, as `config/crd/bases/` holds it: serde_yaml's output, with the plain scalars

@@ -5,8 +5,17 @@
 
 use ::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
+pub mod schema;
+
 pub mod example;
 // +rsbuilder:scaffold:groups
+
+/// Which descriptions the CRDs' schemas keep: `All`, `AtMost(n)` (every description cut at
+/// the last sentence within `n` characters, as controller-gen's `crd:maxDescLen=n`; 0 drops
+/// them) or `KubernetesAtMost(n)` (yours whole, those of Kubernetes' own types cut). A kind that
+/// embeds a `PodTemplateSpec` carries about 250 kB of Kubernetes' descriptions per version;
+/// `rsbuilder generate` warns when a CRD outgrows 256 KiB and refuses one over 1.5 MiB.
+pub const DESCRIPTIONS: schema::Descriptions = schema::Descriptions::All;
 
 /// Every CustomResourceDefinition of this crate, the versions of each kind merged into one.
 ///
@@ -16,13 +25,17 @@ pub mod example;
 /// When the versions of one kind disagree on anything but their schema (group, scope, names),
 /// or when not exactly one of them is the storage version.
 pub fn crds() -> Result<Vec<CustomResourceDefinition>, String> {
-    merge_versions(vec![
+    let mut crds = merge_versions(vec![
         <example::v1::Application as ::kube::CustomResourceExt>::crd(),
         <example::v1::Cache as ::kube::CustomResourceExt>::crd(),
         <example::v2::Cache as ::kube::CustomResourceExt>::crd(),
         <example::v3::Cache as ::kube::CustomResourceExt>::crd(),
         // +rsbuilder:scaffold:crds
-    ])
+    ])?;
+    for crd in &mut crds {
+        schema::compact(crd, DESCRIPTIONS)?;
+    }
+    Ok(crds)
 }
 
 /// `crd` as YAML, as `config/crd/bases/` holds it: serde_yaml's output, with the plain scalars
