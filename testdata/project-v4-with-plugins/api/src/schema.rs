@@ -48,7 +48,10 @@ const OBJECT_META: &[&str] = &[
 ///
 /// # Errors
 /// When a schema does not survive the round trip through JSON.
-pub fn compact(crd: &mut CustomResourceDefinition, descriptions: Descriptions) -> Result<(), String> {
+pub fn compact(
+    crd: &mut CustomResourceDefinition,
+    descriptions: Descriptions,
+) -> Result<(), String> {
     let kubernetes = match descriptions {
         Descriptions::KubernetesAtMost(_) => kubernetes_descriptions(),
         _ => BTreeSet::new(),
@@ -79,7 +82,9 @@ fn compact_schema(
         return;
     };
     if let Some(Value::Object(properties)) = object.get_mut("properties") {
-        let is_object_meta = OBJECT_META.iter().all(|field| properties.contains_key(*field));
+        let is_object_meta = OBJECT_META
+            .iter()
+            .all(|field| properties.contains_key(*field));
         if !root && is_object_meta {
             properties.retain(|name, _| EMBEDDED_METADATA.contains(&name.as_str()));
         }
@@ -136,12 +141,16 @@ fn trimmed(description: &str, limit: usize) -> Option<String> {
     if description.chars().count() <= limit {
         return Some(description.to_owned());
     }
-    let cut: String = description.chars().take(limit).collect();
+    let end = description
+        .char_indices()
+        .nth(limit)
+        .map_or(description.len(), |(at, _)| at);
+    let cut = &description[..end];
     let sentence = cut
         .char_indices()
-        .filter(|&(at, c)| c == '.' && cut[at + 1..].starts_with(char::is_whitespace))
+        .filter(|&(at, c)| c == '.' && description[at + 1..].starts_with(char::is_whitespace))
         .map(|(at, _)| at + 1)
-        .last();
+        .next_back();
     Some(match sentence {
         Some(end) => cut[..end].to_owned(),
         None => cut.trim_end().to_owned(),
@@ -205,8 +214,12 @@ mod tests {
     #[test]
     fn descriptions_are_cut_at_the_last_sentence_that_fits() {
         assert_eq!(trimmed("One. Two three.", 0), None);
-        assert_eq!(trimmed("One. Two three.", 15).as_deref(), Some("One. Two three."));
+        assert_eq!(
+            trimmed("One. Two three.", 15).as_deref(),
+            Some("One. Two three.")
+        );
         assert_eq!(trimmed("One. Two three.", 10).as_deref(), Some("One."));
+        assert_eq!(trimmed("One. Two. Three", 9).as_deref(), Some("One. Two."));
         assert_eq!(trimmed("v1.2 is one", 6).as_deref(), Some("v1.2 i"));
         assert_eq!(trimmed("Ünïcödé text", 3).as_deref(), Some("Ünï"));
     }
@@ -244,15 +257,22 @@ mod tests {
             }
         });
         compact_schema(&mut schema, true, Descriptions::All, &BTreeSet::new());
-        let metadata = &schema["properties"]["spec"]["properties"]["template"]["properties"]["metadata"];
+        let metadata =
+            &schema["properties"]["spec"]["properties"]["template"]["properties"]["metadata"];
         let kept: Vec<&String> = metadata["properties"].as_object().unwrap().keys().collect();
         assert_eq!(kept, ["labels", "name"]);
         assert_eq!(
             metadata["properties"]["labels"]["additionalProperties"],
             serde_json::json!({"type": "string"})
         );
-        assert_eq!(schema["properties"]["metadata"], serde_json::json!({"type": "object"}));
-        assert_eq!(schema["properties"]["spec"]["properties"]["template"]["description"], "the pods");
+        assert_eq!(
+            schema["properties"]["metadata"],
+            serde_json::json!({"type": "object"})
+        );
+        assert_eq!(
+            schema["properties"]["spec"]["properties"]["template"]["description"],
+            "the pods"
+        );
     }
 
     #[test]
@@ -264,7 +284,9 @@ mod tests {
                 .root_schema_for::<k8s_openapi::api::core::v1::PodSpec>(),
         )
         .unwrap();
-        let containers = pod["properties"]["containers"]["description"].as_str().unwrap();
+        let containers = pod["properties"]["containers"]["description"]
+            .as_str()
+            .unwrap();
         assert!(kubernetes.contains(containers));
         let first = containers.split_inclusive(". ").next().unwrap().trim_end();
         let mut schema = serde_json::json!({
@@ -275,7 +297,12 @@ mod tests {
             }
         });
         let limit = first.chars().count() + 1;
-        compact_schema(&mut schema, true, Descriptions::KubernetesAtMost(limit), &kubernetes);
+        compact_schema(
+            &mut schema,
+            true,
+            Descriptions::KubernetesAtMost(limit),
+            &kubernetes,
+        );
         assert_eq!(
             schema["properties"]["mine"]["description"],
             "My own field, explained at length. It says a lot."
