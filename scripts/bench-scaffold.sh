@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # How fast rsbuilder scaffolds, next to copying the same tree: `rsbuilder init` followed by
 # `rsbuilder create api` against `cp -r` of the project they make, both on tmpfs when
-# /dev/shm exists, in one run, repeated; prints each median and their ratio. The goal is a
-# ratio of 3 or less.
+# /dev/shm exists, in one run, repeated; prints each median and their ratio. The goal is at
+# most 25 ms and a ratio of 5 or less.
 #
 #   scripts/bench-scaffold.sh [RUNS]
 set -euo pipefail

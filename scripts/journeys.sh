@@ -390,7 +390,8 @@ PY
 cargo fmt --all
 
 step "make manifests (rsbuilder installed into bin/ from this checkout)"
-make --no-print-directory manifests RSBUILDER_INSTALL="--path $root --quiet rsbuilder" 2>"$work/manifests.err" \
+# A debug install: with CARGO_TARGET_DIR at rsbuilder's target/, it is the build the tests ran.
+make --no-print-directory manifests RSBUILDER_INSTALL="--debug --path $root --quiet rsbuilder" 2>"$work/manifests.err" \
   || { cat "$work/manifests.err"; exit 1; }
 test -x bin/rsbuilder-*/bin/rsbuilder
 step "the CRD that embeds Kubernetes' types: its size, and the warning of generate"

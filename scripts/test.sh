@@ -8,8 +8,8 @@
 #      templates equal what the compiled types give), and kubectl kustomize of its config/;
 #   3. the user journeys (scripts/journeys.sh): a project whose types and samples are edited
 #      as users edit them, then built, linted, tested and regenerated.
-# The golden projects share one cargo target directory (target/golden), so the kube stack
-# compiles once. Without kubectl the kustomize builds are skipped, and said so, unless
+# rsbuilder and the golden projects share one cargo target directory (target/), so the kube
+# stack compiles once for each set of features, and so does the runtime. Without kubectl the kustomize builds are skipped, and said so, unless
 # RSBUILDER_REQUIRE_KUBECTL=1 (CI sets it).
 set -euo pipefail
 
@@ -46,10 +46,12 @@ if ! command -v "$kubectl_bin" >/dev/null 2>&1; then
   kubectl_bin=""
 fi
 
-export CARGO_TARGET_DIR="$root/target/golden"
-# Each golden project is built once, in a fresh copy whose path changes from run to run: an
-# incremental cache would never be reused, and full debug information of the operator crates
-# (half a gigabyte each) would fill small disks. Line tables still give backtraces.
+# One target directory for rsbuilder and the golden projects: their dependencies are built with
+# the same profile (no debug information) and, where their features agree, once.
+export CARGO_TARGET_DIR="$root/target"
+# Each golden project is built once, in a fresh copy: an incremental cache would never be
+# reused, and full debug information of the operator crates (half a gigabyte each) would fill
+# small disks. Line tables still give backtraces.
 export CARGO_INCREMENTAL=0
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 work="$(mktemp -d -t rsbuilder-golden.XXXXXX)"
@@ -58,11 +60,16 @@ trap 'rm -rf "$work"' EXIT
 passed=0
 failed=0
 failures=()
+# Every golden project is copied to the same path, with its files' times: their `runtime/`
+# copies are byte for byte the same (the golden test proves it), so cargo finds the runtime
+# built by the project before and compiles it once for each set of features, not once a
+# project.
+copy="$work/project"
 for golden in testdata/*/; do
   name="$(basename "$golden")"
   [[ -f "$golden/Cargo.toml" ]] || continue
-  copy="$work/$name"
-  cp -R "$golden" "$copy"
+  mkdir "$copy"
+  cp -a "$golden/." "$copy/"
   step "golden project $name"
   # A separate shell, so that `-e` stops at the first failing step (inside an `if`, it would not).
   if bash -euo pipefail -c '
@@ -104,13 +111,13 @@ for golden in testdata/*/; do
     failed=$((failed + 1))
     failures+=("$name")
   fi
-  # The project's own crates are built from a path no later run uses again: drop them, so
-  # that the shared target directory keeps only the dependencies the projects share.
+  # The project's own crates are of no use to the next project: drop them, so that the
+  # shared target directory keeps only what the projects share (the runtime among it).
   packages=()
   while IFS= read -r package; do
     packages+=(-p "$package")
   done < <(cd "$copy" && cargo metadata --no-deps --format-version 1 --offline 2>/dev/null \
-    | python3 -c 'import json, sys; print("\n".join(p["name"] for p in json.load(sys.stdin)["packages"]))')
+    | python3 -c 'import json, sys; print("\n".join(p["name"] for p in json.load(sys.stdin)["packages"] if p["name"] != "rsbuilder-runtime"))')
   if ((${#packages[@]} > 0)); then
     (cd "$copy" && cargo clean --quiet "${packages[@]}") || true
   fi

@@ -1,4 +1,6 @@
-//! A short unified diff of two texts, for `generate --check`.
+//! Diffs of two texts: a short unified diff (for `generate --check`, `upgrade --dry-run` and
+//! `edit`'s refusals), and the carry-over of a change to an edited copy (`edit`). The edit
+//! script comes from `similar`.
 
 use std::fmt::Write as _;
 
@@ -208,63 +210,21 @@ pub fn carry_over(old: &str, new: &str, target: &str, placement: Placement) -> O
     Some(text.concat())
 }
 
-/// Largest table of the longest-common-subsequence search; beyond it, the changed middle is
-/// shown as removed and added whole.
-const MAX_TABLE: usize = 4_000_000;
-
-/// The shortest edit script: the common head and tail, then the longest common subsequence of
-/// what is left between them.
+/// The shortest edit script from `a` to `b`, line by line: Myers' algorithm as `similar`
+/// implements it (as uv, insta and snapbox use it), in linear memory whatever the input.
+/// Where lines are both removed and added, the removals come first.
 fn edit_script(a: &[&str], b: &[&str]) -> Vec<Op> {
-    let head = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    let tail = a[head..]
-        .iter()
-        .rev()
-        .zip(b[head..].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
-    let mut ops: Vec<Op> = (0..head).map(|i| Op::Same(i, i)).collect();
-    let (a_mid, b_mid) = (&a[head..a.len() - tail], &b[head..b.len() - tail]);
-    let shift = |op: Op| match op {
-        Op::Same(i, j) => Op::Same(i + head, j + head),
-        Op::Delete(i, j) => Op::Delete(i + head, j + head),
-        Op::Insert(i, j) => Op::Insert(i + head, j + head),
-    };
-    if (a_mid.len() + 1).saturating_mul(b_mid.len() + 1) > MAX_TABLE {
-        ops.extend((0..a_mid.len()).map(|i| shift(Op::Delete(i, 0))));
-        ops.extend((0..b_mid.len()).map(|j| shift(Op::Insert(a_mid.len(), j))));
-    } else {
-        ops.extend(lcs_script(a_mid, b_mid).into_iter().map(shift));
-    }
-    let (a_end, b_end) = (a.len() - tail, b.len() - tail);
-    ops.extend((0..tail).map(|k| Op::Same(a_end + k, b_end + k)));
-    ops
-}
-
-fn lcs_script(a: &[&str], b: &[&str]) -> Vec<Op> {
-    let (n, m) = (a.len(), b.len());
-    let mut lcs = vec![vec![0u32; m + 1]; n + 1];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let (mut i, mut j) = (0, 0);
-    let mut ops = Vec::with_capacity(n + m);
-    while i < n || j < m {
-        if i < n && j < m && a[i] == b[j] {
-            ops.push(Op::Same(i, j));
-            i += 1;
-            j += 1;
-        } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
-            ops.push(Op::Delete(i, j));
-            i += 1;
-        } else {
-            ops.push(Op::Insert(i, j));
-            j += 1;
+    let mut ops = Vec::with_capacity(a.len().max(b.len()));
+    for op in similar::capture_diff_slices(similar::Algorithm::Myers, a, b) {
+        let (tag, old, new) = op.as_tag_tuple();
+        match tag {
+            similar::DiffTag::Equal => {
+                ops.extend(old.zip(new).map(|(i, j)| Op::Same(i, j)));
+            }
+            similar::DiffTag::Delete | similar::DiffTag::Insert | similar::DiffTag::Replace => {
+                ops.extend(old.clone().map(|i| Op::Delete(i, new.start)));
+                ops.extend(new.map(|j| Op::Insert(old.end, j)));
+            }
         }
     }
     ops

@@ -30,9 +30,7 @@ impl Member {
 fn dependency_names(manifest: &str) -> BTreeSet<String> {
     ["dependencies", "dev-dependencies", "build-dependencies"]
         .into_iter()
-        .flat_map(|name| crate::manifest::table(manifest, name))
-        .filter_map(crate::manifest::key)
-        .map(str::to_owned)
+        .flat_map(|name| crate::manifest::keys(manifest, name))
         .collect()
 }
 

@@ -1,65 +1,71 @@
-//! Reading the few parts of `Cargo.toml` files that rsbuilder needs, line by line: the lines of
-//! a table, the key of a line, and a table's `version`. The manifests read are ones rsbuilder
-//! wrote (the project's, the runtime's), so their tables are plain `[name]` headers.
+//! Reading `Cargo.toml` files with `toml_edit`, the parser cargo itself uses: a table's keys,
+//! its `version`, a string of it, and the version a dependency asks for. Any TOML reads: dotted
+//! keys, quoted names, `[workspace.dependencies.kube]` tables, inline tables.
 
-/// The lines of the `[name]` table of `manifest`.
-pub fn table<'a>(manifest: &'a str, name: &str) -> impl Iterator<Item = &'a str> + 'a {
-    let header = format!("[{name}]");
-    let mut inside = false;
-    manifest.lines().filter(move |line| {
-        let trimmed = line.trim();
-        if trimmed.starts_with('[') {
-            inside = trimmed == header;
-            return false;
-        }
-        inside
-    })
+use toml_edit::{DocumentMut, Item, TableLike};
+
+/// `manifest`, parsed; `None` when it is not TOML.
+pub fn parse(manifest: &str) -> Option<DocumentMut> {
+    manifest.parse().ok()
 }
 
-/// The key a line sets, up to its first dot (`kube` for `kube.workspace = true`), unquoted;
-/// `None` for blank lines and comments.
-pub fn key(line: &str) -> Option<&str> {
-    let line = line.trim();
-    if line.is_empty() || line.starts_with('#') {
-        return None;
+/// The table at the dotted `path` (`workspace.dependencies`) of `document`.
+pub fn table<'a>(document: &'a DocumentMut, path: &str) -> Option<&'a dyn TableLike> {
+    let mut item: &Item = document.as_item();
+    for part in path.split('.') {
+        item = item.as_table_like()?.get(part)?;
     }
-    let (key, _) = line.split_once('=')?;
-    let key = key.trim().split('.').next().unwrap_or_default().trim();
-    let key = key.trim_matches('"');
-    (!key.is_empty()).then_some(key)
+    item.as_table_like()
 }
 
-/// The `version` that the `[name]` table of `manifest` sets.
-pub fn version(manifest: &str, name: &str) -> Option<String> {
-    string(manifest, name, "version")
+/// The keys of the `[path]` table of `manifest`, in their order.
+pub fn keys(manifest: &str, path: &str) -> Vec<String> {
+    let Some(document) = parse(manifest) else {
+        return Vec::new();
+    };
+    table(&document, path)
+        .map(|table| table.iter().map(|(key, _)| key.to_owned()).collect())
+        .unwrap_or_default()
 }
 
-/// The string that `wanted` has in the `[name]` table of `manifest`, unquoted: `license =
-/// "Apache-2.0"`, or the one string of a list, `authors = ["The Authors"]`.
-pub fn string(manifest: &str, name: &str, wanted: &str) -> Option<String> {
-    table(manifest, name)
-        .filter(|line| key(line) == Some(wanted))
-        .find_map(|line| {
-            let (_, value) = line.split_once('=')?;
-            let value = value.trim();
-            let value = value
-                .strip_prefix('[')
-                .and_then(|list| list.strip_suffix(']'))
-                .map_or(value, str::trim);
-            Some(value.trim_matches('"').to_owned())
-        })
+/// The `version` that the `[path]` table of `manifest` sets.
+pub fn version(manifest: &str, path: &str) -> Option<String> {
+    string(manifest, path, "version")
+}
+
+/// The string that `wanted` has in the `[path]` table of `manifest`: `license = "Apache-2.0"`,
+/// or the first string of a list, `authors = ["The Authors"]`.
+pub fn string(manifest: &str, path: &str, wanted: &str) -> Option<String> {
+    let document = parse(manifest)?;
+    let item = table(&document, path)?.get(wanted)?;
+    match item.as_value()? {
+        toml_edit::Value::String(text) => Some(text.value().clone()),
+        toml_edit::Value::Array(list) => list.iter().find_map(|v| v.as_str()).map(str::to_owned),
+        _ => None,
+    }
+}
+
+/// The version requirement a dependency's entry asks for: `"1.2"`, or the `version` of an
+/// inline table or of a table of its own.
+pub fn requirement(entry: &Item) -> Option<&str> {
+    match entry.as_str() {
+        Some(text) => Some(text),
+        None => entry.as_table_like()?.get("version")?.as_str(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const MANIFEST: &str = "[package]\nname = \"x\"\nversion = \"1.2.3\"\n\n[dependencies]\n# serde = \"1\"\nx-api.workspace = true\n\"kube\" = { version = \"5\" }\nversion = \"9\"\n";
+    const MANIFEST: &str = "[package]\nname = \"x\"\nversion = \"1.2.3\"\n\n[dependencies]\n# serde = \"1\"\nx-api.workspace = true\n\"kube\" = { version = \"5\" }\nversion = \"9\"\n\n[dependencies.clap]\nversion = \"4.5\"\n";
 
     #[test]
     fn tables_keys_and_versions_are_read() {
-        let keys: Vec<&str> = table(MANIFEST, "dependencies").filter_map(key).collect();
-        assert_eq!(keys, ["x-api", "kube", "version"]);
+        assert_eq!(
+            keys(MANIFEST, "dependencies"),
+            ["x-api", "kube", "version", "clap"]
+        );
         assert_eq!(version(MANIFEST, "package").as_deref(), Some("1.2.3"));
         assert_eq!(version(MANIFEST, "workspace.package"), None);
         assert_eq!(
@@ -80,5 +86,23 @@ mod tests {
             string(package, "workspace.package", "authors").as_deref(),
             Some("The Authors")
         );
+        // A string with what TOML escapes reads back as it was.
+        assert_eq!(
+            string(
+                "[workspace.package]\nauthors = [\"Ünï \\\"q\\\" \\\\ 🦀\"]\n",
+                "workspace.package",
+                "authors"
+            )
+            .as_deref(),
+            Some("Ünï \"q\" \\ 🦀")
+        );
+        let document = parse(MANIFEST).unwrap();
+        let dependencies = table(&document, "dependencies").unwrap();
+        let versions: Vec<Option<&str>> = ["x-api", "kube", "version", "clap"]
+            .iter()
+            .map(|name| requirement(dependencies.get(name).unwrap()))
+            .collect();
+        assert_eq!(versions, [None, Some("5"), Some("9"), Some("4.5")]);
+        assert!(keys("not [toml", "dependencies").is_empty());
     }
 }

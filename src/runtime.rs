@@ -19,19 +19,16 @@ pub const DIR: &str = "runtime";
 /// The checksum file inside [`DIR`].
 pub const CHECKSUMS: &str = "CHECKSUMS";
 
+/// The runtime's `CHECKSUMS`, as `build.rs` wrote it from the same files: hashing them here
+/// was a quarter of what `init` computes.
+const BUILT_CHECKSUMS: &str = include_str!(concat!(env!("OUT_DIR"), "/runtime-checksums"));
+
 /// The runtime as this rsbuilder writes it: every file by its path in the project.
 pub fn files() -> BTreeMap<PathBuf, String> {
-    // Hashed once per process: `init` asks for the files and for their checksum.
-    static FILES: std::sync::OnceLock<BTreeMap<PathBuf, String>> = std::sync::OnceLock::new();
-    FILES
-        .get_or_init(|| {
-            let mut files = BTreeMap::new();
-            collect(&RUNTIME, &mut files);
-            let checksums = checksums(&files);
-            files.insert(Path::new(DIR).join(CHECKSUMS), checksums);
-            files
-        })
-        .clone()
+    let mut files = BTreeMap::new();
+    collect(&RUNTIME, &mut files);
+    files.insert(Path::new(DIR).join(CHECKSUMS), BUILT_CHECKSUMS.to_owned());
+    files
 }
 
 fn collect(dir: &Dir<'static>, out: &mut BTreeMap<PathBuf, String>) {
@@ -72,9 +69,11 @@ pub fn sha256(bytes: &[u8]) -> String {
     hex
 }
 
-/// The `CHECKSUMS` file for `files` (paths under [`DIR`]): `<sha256>  <path>` per file, paths
+/// The `CHECKSUMS` file for `files` (paths under [`DIR`]), as `build.rs` writes it for the embedded
+/// runtime: `<sha256>  <path>` per file, paths
 /// relative to [`DIR`], sorted, as `sha256sum` writes them, so `sha256sum -c CHECKSUMS` checks
 /// them too.
+#[cfg(test)]
 pub fn checksums(files: &BTreeMap<PathBuf, String>) -> String {
     let mut out = String::new();
     for (path, text) in files {
@@ -140,6 +139,10 @@ mod tests {
             parsed[Path::new("src/lib.rs")],
             sha256(files[Path::new("runtime/src/lib.rs")].as_bytes())
         );
+        // What build.rs hashed is what rsbuilder embeds.
+        let mut sources = files.clone();
+        sources.remove(&Path::new(DIR).join(CHECKSUMS));
+        assert_eq!(*checksums, super::checksums(&sources));
     }
 
     #[test]

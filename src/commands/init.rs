@@ -19,6 +19,9 @@ use crate::versions;
 /// Files and folders whose presence means a project is already here.
 const PROJECT_MARKERS: &[&str] = &["PROJECT", "Makefile", "Cargo.toml", "operator"];
 
+/// The version a new project's crates start at.
+const PROJECT_VERSION: &str = "0.1.0";
+
 /// Generated files that are often the user's own already; an existing one is kept.
 const USER_FILES: &[&str] = &["README.md", ".gitignore", ".dockerignore", "Cargo.lock"];
 
@@ -42,6 +45,8 @@ struct Context {
     kubernetes_version: &'static str,
     rust_version: &'static str,
     runtime_version: String,
+    /// The version of the project's own crates.
+    project_version: &'static str,
 }
 
 impl Context {
@@ -65,6 +70,7 @@ impl Context {
             kubernetes_version: versions::KUBERNETES,
             rust_version: versions::RUST,
             runtime_version: runtime::version(),
+            project_version: PROJECT_VERSION,
         }
     }
 }
@@ -297,9 +303,7 @@ fn complete_lock(files: &mut [PlannedFile], project: &Project) -> anyhow::Result
             .map(|file| file.contents.clone())
             .with_context(|| format!("init plans no `{path}`"))
     };
-    let version = crate::manifest::version(&manifest("Cargo.toml")?, "workspace.package")
-        .context("the workspace Cargo.toml sets no version")?;
-    let version = version.as_str();
+    let version = PROJECT_VERSION;
     let members = [
         lockfile::Member::from_manifest(
             &project.project_name,

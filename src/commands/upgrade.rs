@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use toml_edit::Item;
 
 use crate::apply::{self, Options};
 use crate::diff;
@@ -63,7 +64,7 @@ pub fn upgrade(root: &Path, options: UpgradeOptions) -> anyhow::Result<()> {
         return Ok(());
     }
     let installed = runtime::version();
-    if parse_version(&recorded.version) > parse_version(&installed) {
+    if parse_version(&recorded.version).ok() > parse_version(&installed).ok() {
         let message = format!(
             "the project's runtime ({}) is newer than this rsbuilder's ({installed}): upgrading would downgrade it",
             recorded.version
@@ -236,9 +237,9 @@ fn plan(
         .collect();
     for pin in &pins {
         if pin.name == "kube" {
-            project.kube_version = pin.to.clone();
+            project.kube_version = pin.version.clone();
         } else if pin.name == "k8s-openapi" {
-            project.k8s_openapi_version = pin.to.clone();
+            project.k8s_openapi_version = pin.version.clone();
         }
     }
     files.push(PlannedFile {
@@ -287,102 +288,124 @@ fn show_diff(root: &Path, plan: &Plan) -> anyhow::Result<()> {
 #[derive(Debug, PartialEq, Eq)]
 struct Pin {
     name: String,
+    /// The requirement as it was, and as it becomes.
     from: String,
     to: String,
+    /// The version the runtime needs, which PROJECT records for kube and k8s-openapi.
+    version: String,
 }
 
-/// Raises every `[workspace.dependencies]` version of `workspace` that is lower than the
-/// version the runtime's `[dependencies]` require, keeping everything else of each line.
-/// Also returns the dependencies the runtime needs whose workspace entry has a form this does
-/// not read (`=5.0`, `~1.40`, a `[workspace.dependencies.kube]` table), with the version needed.
+/// Raises every `[workspace.dependencies]` requirement of `workspace` whose lowest version is
+/// lower than the version the runtime's `[dependencies]` require, keeping its operator (`=`,
+/// `~`, `^`, `>=`) and everything else of the file, comments and layout included: `toml_edit`
+/// edits the one string. Any form is read: `"1.2"`, an inline table's `version`, a
+/// `[workspace.dependencies.kube]` table. Also returns the dependencies whose requirement has a
+/// form that has no single lowest version (`>=1, <2`, `*`), with the version needed.
 fn raise_pins(
     workspace: &str,
     runtime_manifest: &str,
 ) -> (String, Vec<Pin>, Vec<(String, String)>) {
-    let required: BTreeMap<String, String> =
-        crate::manifest::table(runtime_manifest, "dependencies")
-            .filter_map(|line| dependency(line).map(|(name, version, _)| (name, version)))
-            .collect();
-    let mut pins = Vec::new();
-    let mut unread = Vec::new();
-    let mut out = String::with_capacity(workspace.len());
-    let mut in_section = false;
-    for line in workspace.split_inclusive('\n') {
-        let trimmed = line.split('#').next().unwrap_or_default().trim();
-        if trimmed.starts_with('[') {
-            in_section = trimmed == "[workspace.dependencies]";
-            let table = trimmed
-                .strip_prefix("[workspace.dependencies.")
-                .and_then(|rest| rest.strip_suffix(']'))
-                .map(|name| name.trim_matches('"'));
-            if let Some(needed) = table.and_then(|name| required.get(name)) {
-                unread.push((table.unwrap_or_default().to_owned(), needed.clone()));
-            }
-        } else if in_section && dependency(line).is_none() {
-            let key = trimmed
-                .split('=')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .trim_matches('"');
-            if let Some(needed) = required.get(key) {
-                unread.push((key.to_owned(), needed.clone()));
-            }
-        }
-        let raised =
-            in_section
-                .then(|| dependency(line))
-                .flatten()
-                .and_then(|(name, version, range)| {
-                    let needed = required.get(&name)?;
-                    (parse_version(needed)? > parse_version(&version)?).then(|| {
-                        pins.push(Pin {
-                            name,
-                            from: version,
-                            to: needed.clone(),
-                        });
-                        format!("{}{}{}", &line[..range.start], needed, &line[range.end..])
+    let required: Vec<(String, String)> = crate::manifest::parse(runtime_manifest)
+        .and_then(|document| {
+            let table = crate::manifest::table(&document, "dependencies")?;
+            Some(
+                table
+                    .iter()
+                    .filter_map(|(name, entry)| {
+                        let version = crate::manifest::requirement(entry)?;
+                        Some((name.to_owned(), version.to_owned()))
                     })
-                });
-        out.push_str(raised.as_deref().unwrap_or(line));
-    }
-    (out, pins, unread)
-}
-
-/// `name = "1.2.3"` or `name = { version = "1.2.3", ... }`: the name, the version, and where
-/// the version stands in the line.
-fn dependency(line: &str) -> Option<(String, String, std::ops::Range<usize>)> {
-    let (name, value) = line.split_once('=')?;
-    let name = name.trim();
-    if name.is_empty() || name.starts_with('#') || name.contains(char::is_whitespace) {
-        return None;
-    }
-    let offset = line.len() - value.len();
-    let value_trimmed = value.trim_start();
-    let start = if value_trimmed.starts_with('"') {
-        offset + (value.len() - value_trimmed.len()) + 1
-    } else {
-        let version_key = value.find("version")?;
-        let after = &value[version_key + "version".len()..];
-        let quote = after.find('"')?;
-        if !after[..quote].trim().eq("=") {
-            return None;
-        }
-        offset + version_key + "version".len() + quote + 1
+                    .collect(),
+            )
+        })
+        .unwrap_or_default();
+    let (mut pins, mut unread) = (Vec::new(), Vec::new());
+    let Some(mut document) = crate::manifest::parse(workspace) else {
+        return (workspace.to_owned(), pins, required);
     };
-    let len = line[start..].find('"')?;
-    let version = line[start..start + len].to_owned();
-    parse_version(&version)?;
-    Some((name.to_owned(), version, start..start + len))
+    let Some(dependencies) = document
+        .get_mut("workspace")
+        .and_then(|item| item.as_table_like_mut())
+        .and_then(|workspace| workspace.get_mut("dependencies"))
+        .and_then(|item| item.as_table_like_mut())
+    else {
+        return (workspace.to_owned(), pins, unread);
+    };
+    for (name, needed) in required {
+        let Some(entry) = dependencies.get_mut(&name) else {
+            continue;
+        };
+        let Ok(needed_version) = parse_version(&needed) else {
+            continue;
+        };
+        let value = match entry.as_table_like_mut() {
+            Some(table) => table.get_mut("version").and_then(Item::as_value_mut),
+            None => entry.as_value_mut(),
+        };
+        let Some(value) = value else {
+            // A path or git dependency: no version to raise.
+            continue;
+        };
+        let Some(old) = value.as_str().map(str::to_owned) else {
+            unread.push((name, needed));
+            continue;
+        };
+        let Some((operator, lowest)) = lowest_version(&old) else {
+            unread.push((name, needed));
+            continue;
+        };
+        if lowest >= needed_version {
+            continue;
+        }
+        let new = format!("{operator}{needed}");
+        let decor = value.decor().clone();
+        *value = toml_edit::Value::from(new.clone());
+        *value.decor_mut() = decor;
+        pins.push(Pin {
+            name,
+            from: old,
+            to: new,
+            version: needed,
+        });
+    }
+    (document.to_string(), pins, unread)
 }
 
-/// `1.2.3` → (1, 2, 3); `1.2` → (1, 2, 0). Requirements with operators are not parsed.
-fn parse_version(version: &str) -> Option<(u64, u64, u64)> {
-    let mut parts = version.split('.').map(|part| part.parse::<u64>().ok());
-    let major = parts.next()??;
-    let minor = parts.next().unwrap_or(Some(0))?;
-    let patch = parts.next().unwrap_or(Some(0))?;
-    parts.next().is_none().then_some((major, minor, patch))
+/// The operator of a requirement with one comparator (`""` for the default caret) and the
+/// lowest version it takes; `None` for one with no single lowest version.
+fn lowest_version(requirement: &str) -> Option<(&str, semver::Version)> {
+    let parsed = semver::VersionReq::parse(requirement).ok()?;
+    let [comparator] = parsed.comparators.as_slice() else {
+        return None;
+    };
+    let operator = match comparator.op {
+        semver::Op::Exact => "=",
+        semver::Op::Tilde => "~",
+        semver::Op::Caret if requirement.trim_start().starts_with('^') => "^",
+        semver::Op::Caret => "",
+        semver::Op::GreaterEq => ">=",
+        _ => return None,
+    };
+    let lowest = semver::Version {
+        major: comparator.major,
+        minor: comparator.minor.unwrap_or(0),
+        patch: comparator.patch.unwrap_or(0),
+        pre: comparator.pre.clone(),
+        build: semver::BuildMetadata::EMPTY,
+    };
+    Some((operator, lowest))
+}
+
+/// A version as the runtime's manifest states it: `1.48.0`, or `1.48` for `1.48.0`.
+fn parse_version(version: &str) -> Result<semver::Version, semver::Error> {
+    semver::Version::parse(version).or_else(|error| {
+        let parts = version.split('.').count();
+        match parts {
+            1 => semver::Version::parse(&format!("{version}.0.0")),
+            2 => semver::Version::parse(&format!("{version}.0")),
+            _ => Err(error),
+        }
+    })
 }
 
 #[cfg(test)]
@@ -406,15 +429,43 @@ mod tests {
             Pin {
                 name: "kube".into(),
                 from: "5.0.0".into(),
-                to: "5.1.0".into()
+                to: "5.1.0".into(),
+                version: "5.1.0".into(),
             }
         );
     }
 
     #[test]
-    fn pins_in_forms_it_cannot_read_are_reported() {
-        let workspace = "[workspace.dependencies]\nkube = { version = \"=5.0.0\" }\ntokio = \"~1.40\" # pinned\n\n[workspace.dependencies.clap]\nversion = \"4.0.0\"\n";
-        let runtime = "[dependencies]\nkube = \"5.1.0\"\ntokio = \"1.48.0\"\nclap = \"4.5.51\"\n";
+    fn every_form_of_requirement_is_raised_keeping_its_operator() {
+        let workspace = "[workspace.dependencies]\nkube = { version = \"=5.0.0\" }\ntokio = \"~1.40\" # pinned\n\"serde\" = \"^1.0.100\"\nhttp = \">=1.0\"\nrc = \"1.0.0-rc.1\"\n\n[workspace.dependencies.clap]\nversion = \"4.0.0\"\nfeatures = [\"derive\"]\n";
+        let runtime = "[dependencies]\nkube = \"5.1.0\"\ntokio = \"1.48.0\"\nclap = \"4.5.51\"\nserde = \"1.0.228\"\nhttp = \"1.3.1\"\nrc = \"1.0.0\"\n";
+        let (raised, pins, unread) = raise_pins(workspace, runtime);
+        assert!(unread.is_empty(), "{unread:?}");
+        assert_eq!(
+            raised,
+            "[workspace.dependencies]\nkube = { version = \"=5.1.0\" }\ntokio = \"~1.48.0\" # pinned\n\"serde\" = \"^1.0.228\"\nhttp = \">=1.3.1\"\nrc = \"1.0.0\"\n\n[workspace.dependencies.clap]\nversion = \"4.5.51\"\nfeatures = [\"derive\"]\n"
+        );
+        let pinned: Vec<(&str, &str, &str)> = pins
+            .iter()
+            .map(|pin| (pin.name.as_str(), pin.from.as_str(), pin.to.as_str()))
+            .collect();
+        assert_eq!(
+            pinned,
+            [
+                ("kube", "=5.0.0", "=5.1.0"),
+                ("tokio", "~1.40", "~1.48.0"),
+                ("clap", "4.0.0", "4.5.51"),
+                ("serde", "^1.0.100", "^1.0.228"),
+                ("http", ">=1.0", ">=1.3.1"),
+                ("rc", "1.0.0-rc.1", "1.0.0"),
+            ]
+        );
+    }
+
+    #[test]
+    fn requirements_without_one_lowest_version_are_reported() {
+        let workspace = "[workspace.dependencies]\nkube = \">=5, <6\"\ntokio = \"*\"\napi = { path = \"api\" }\n";
+        let runtime = "[dependencies]\nkube = \"5.1.0\"\ntokio = \"1.48.0\"\napi = \"0.1.0\"\n";
         let (raised, pins, unread) = raise_pins(workspace, runtime);
         assert_eq!(raised, workspace);
         assert!(pins.is_empty());
@@ -422,27 +473,16 @@ mod tests {
             unread,
             [
                 ("kube".to_owned(), "5.1.0".to_owned()),
-                ("tokio".to_owned(), "1.48.0".to_owned()),
-                ("clap".to_owned(), "4.5.51".to_owned())
+                ("tokio".to_owned(), "1.48.0".to_owned())
             ]
         );
     }
 
     #[test]
     fn versions_compare_numerically() {
-        assert!(parse_version("0.10.0") > parse_version("0.9.9"));
-        assert_eq!(parse_version("4"), Some((4, 0, 0)));
-        assert_eq!(parse_version("^4.1"), None);
-        assert_eq!(parse_version("1.2.3.4"), None);
-    }
-
-    #[test]
-    fn dependency_lines_are_read_with_the_place_of_their_version() {
-        let line = "k8s-openapi = { version = \"0.29.0\", features = [\"v1_33\"] }\n";
-        let (name, version, range) = dependency(line).unwrap();
-        assert_eq!((name.as_str(), version.as_str()), ("k8s-openapi", "0.29.0"));
-        assert_eq!(&line[range], "0.29.0");
-        assert_eq!(dependency("api = { path = \"api\" }"), None);
-        assert_eq!(dependency("members = [\"api\"]"), None);
+        assert!(parse_version("0.10.0").unwrap() > parse_version("0.9.9").unwrap());
+        assert_eq!(parse_version("4").unwrap(), semver::Version::new(4, 0, 0));
+        assert!(parse_version("^4.1").is_err());
+        assert!(parse_version("1.2.3.4").is_err());
     }
 }
