@@ -99,13 +99,7 @@ fn parse(body: &str) -> Result<Marker, String> {
             "groups" => {
                 marker.groups = list()
                     .into_iter()
-                    .map(|group| {
-                        if group == "core" {
-                            String::new()
-                        } else {
-                            group
-                        }
-                    })
+                    .map(|group| crate::names::api_group(&group).to_owned())
                     .collect();
             }
             "resources" => marker.resources = list(),

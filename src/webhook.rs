@@ -259,7 +259,7 @@ fn parse(body: &str) -> Result<Marker, String> {
             "groups" => {
                 marker.groups = list()
                     .into_iter()
-                    .map(|g| if g == "core" { String::new() } else { g })
+                    .map(|g| crate::names::api_group(&g).to_owned())
                     .collect();
                 if let Some(group) = marker
                     .groups

@@ -401,7 +401,7 @@ fn derive_names(
         names = names.with_controller(name);
     }
     // The CRD's file, `<group>_<plural>.yaml`, must fit the file systems' 255 bytes too.
-    let crd_file_len = names.qualified_group.len() + 1 + names.plural.len() + ".yaml".len();
+    let crd_file_len = names::crd_file(&names.qualified_group, &names.plural).len();
     if names.plural.len() > 63 || names.crd_name.len() > 253 || crd_file_len > 255 {
         return Err(UserError::new(format!(
             "the resource name `{}` of kind {} is too long: the plural may have 63 characters, `<plural>.<group>` 253, and the CRD's file name `<group>_<plural>.yaml` 255",
@@ -443,9 +443,7 @@ fn check_clashes(
         .map(|s| (*s).to_owned())
         .collect();
     for other in project.resources.iter().filter(|r| r.core) {
-        let module = names::builtin(&other.group_with_domain(), &other.version, &other.kind)
-            .ok()
-            .flatten()
+        let module = names::find_builtin(&other.group_with_domain(), &other.version, &other.kind)
             .map(names::builtin_names);
         if module.is_some_and(|theirs| theirs.group_dir == names.group_dir) {
             return Err(UserError::new(format!(
@@ -872,12 +870,12 @@ fn resolve_builtin(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Op
     if let Some(name) = &args.controller_name {
         names = names.with_controller(name);
     }
-    let shown = if kind.group.is_empty() {
-        "core"
-    } else {
-        kind.group
-    };
-    let gvk = format!("{shown}/{}, Kind={}", kind.version, kind.kind);
+    let gvk = format!(
+        "{}/{}, Kind={}",
+        names::group_shown(kind.group),
+        kind.version,
+        kind.kind
+    );
     if args.controller == Some(false) {
         return Err(UserError::new(
             "nothing to scaffold: both --resource and --controller are false",
@@ -943,11 +941,10 @@ fn resolve_builtin(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Op
         .iter()
         .filter(|r| r.core && r.kind != kind.kind)
     {
-        let Some(theirs) = names::builtin(&other.group_with_domain(), &other.version, &other.kind)
-            .ok()
-            .flatten()
-            .map(names::builtin_names)
-            .filter(|theirs| theirs.group_dir == names.group_dir)
+        let Some(theirs) =
+            names::find_builtin(&other.group_with_domain(), &other.version, &other.kind)
+                .map(names::builtin_names)
+                .filter(|theirs| theirs.group_dir == names.group_dir)
         else {
             continue;
         };
@@ -994,7 +991,7 @@ fn resolve_builtin(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Op
 /// core group, `networking` and `k8s.io` for `networking.k8s.io`.
 pub(crate) fn builtin_group(kind: &Builtin) -> (String, String) {
     if kind.group.is_empty() {
-        ("core".into(), String::new())
+        (names::group_shown(kind.group).into(), String::new())
     } else if let Some(group) = kind.group.strip_suffix(".k8s.io") {
         (group.into(), "k8s.io".into())
     } else {
@@ -1054,8 +1051,7 @@ impl Disk {
 
 /// `config/crd/bases/<group>_<plural>.yaml`.
 fn crd_path(names: &ResourceNames) -> PathBuf {
-    PathBuf::from("config/crd/bases")
-        .join(format!("{}_{}.yaml", names.qualified_group, names.plural))
+    PathBuf::from("config/crd/bases").join(names::crd_file(&names.qualified_group, &names.plural))
 }
 
 /// Whether a CRD file already lists `version`.
@@ -1068,7 +1064,7 @@ fn crd_lists_version(crd: &str, version: &str) -> bool {
 
 fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Plan> {
     let names = &request.names;
-    let crd_file = format!("{}_{}.yaml", names.qualified_group, names.plural);
+    let crd_file = names::crd_file(&names.qualified_group, &names.plural);
     let sample_file = format!(
         "{}_{}_{}.yaml",
         names.group_dir, names.version, names.kind_file
@@ -1131,11 +1127,7 @@ fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Pla
         }
         Mode::Builtin(kind) => {
             context.builtin_module = Some(kind.module.to_owned());
-            context.builtin_group = Some(if kind.group.is_empty() {
-                "core".to_owned()
-            } else {
-                kind.group.to_owned()
-            });
+            context.builtin_group = Some(names::group_shown(kind.group).to_owned());
         }
     }
     let (api_overlay, controller_overlay) = match request.mode {

@@ -142,7 +142,8 @@ fn default_path(verb: &str, names: &ResourceNames) -> String {
     )
 }
 
-fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Request> {
+/// The webhooks the flags ask for, once the flags agree with each other.
+fn check_flags(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Kinds> {
     crate::plugins::check("create webhook", &args.plugins, false)?;
     names::validate_group(&args.group, &project.domain)?;
     names::validate_version(&args.version)?;
@@ -208,6 +209,27 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
         .into());
     }
 
+    Ok(add)
+}
+
+/// The kind the webhooks admit: one of PROJECT's, or one of Kubernetes' own.
+struct Found<'a> {
+    /// The kind's resource in PROJECT, when it has one.
+    resource: Option<&'a Resource>,
+    /// The kind of Kubernetes itself, when it is one.
+    builtin: Option<&'static crate::names::builtin::Builtin>,
+    /// The kind as messages show it: `example.com/v1, Kind=Application`.
+    gvk: String,
+    names: ResourceNames,
+}
+
+/// Finds the kind that `--group`, `--version` and `--kind` name, refusing one that no webhook
+/// can admit, and checks `--plural` against it.
+fn find_kind<'a>(
+    args: &CreateWebhookArgs,
+    project: &'a Project,
+    add: Kinds,
+) -> anyhow::Result<Found<'a>> {
     let qualified_group = names::qualified_group(&args.group, &project.domain);
     let mut gvk = format!("{qualified_group}/{}, Kind={}", args.version, args.kind);
     let in_project = project
@@ -220,12 +242,12 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
         None => names::builtin(&args.group, &args.version, &args.kind)?,
     };
     if let Some(kind) = builtin {
-        let shown = if kind.group.is_empty() {
-            "core"
-        } else {
-            kind.group
-        };
-        gvk = format!("{shown}/{}, Kind={}", kind.version, kind.kind);
+        gvk = format!(
+            "{}/{}, Kind={}",
+            names::group_shown(kind.group),
+            kind.version,
+            kind.kind
+        );
         if kind.group == "admissionregistration.k8s.io" {
             return Err(UserError::new(format!(
                 "the API server calls no admission webhook for {gvk}: objects of admissionregistration.k8s.io are never sent to webhooks, so that a webhook cannot lock the cluster out of fixing its webhooks"
@@ -284,6 +306,21 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
         .into());
     }
 
+    Ok(Found {
+        resource,
+        builtin,
+        gvk,
+        names,
+    })
+}
+
+/// The spokes `--spoke` names, each once, checked against the kind's versions: the hub must be
+/// the storage version, and every spoke another version of the kind.
+fn asked_spokes(
+    args: &CreateWebhookArgs,
+    project: &Project,
+    add: Kinds,
+) -> anyhow::Result<Vec<String>> {
     // The kind's versions with types, in the order they were created: the first is stored.
     let versions: Vec<&str> = project
         .resources
@@ -331,38 +368,18 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
             }
         }
     }
+    Ok(spokes)
+}
 
-    let existing = resource
-        .and_then(|r| r.webhooks.clone())
-        .unwrap_or_default();
-    let had = Kinds {
-        defaulting: existing.defaulting,
-        validation: existing.validation,
-        conversion: existing.conversion,
-    };
-    // A conversion that exists takes new spokes at its markers; its spokes are never dropped,
-    // `--force` or not.
-    let mut new_spokes = spokes.clone();
-    if add.conversion && had.conversion {
-        new_spokes.retain(|spoke| !existing.spoke.contains(spoke));
-        if new_spokes.is_empty() && !args.force {
-            return Err(UserError::new(format!(
-                "a conversion webhook for {gvk} already exists, with the spokes {}",
-                existing.spoke.join(", ")
-            ))
-            .help(format!(
-                "pass --spoke with a version it does not convert yet, or --force to scaffold {} again",
-                module_path(&names).display()
-            ))
-            .into());
-        }
-        let mut all_spokes = existing.spoke.clone();
-        all_spokes.extend(new_spokes.iter().cloned());
-        spokes = all_spokes;
-        if args.force {
-            new_spokes.clone_from(&spokes);
-        }
-    }
+/// Refuses, unless `--force`, a defaulting or validating webhook the kind has already, and,
+/// whatever `--force` says, a conversion through another hub.
+fn refuse_existing(
+    args: &CreateWebhookArgs,
+    project: &Project,
+    (add, had): (Kinds, Kinds),
+    gvk: &str,
+    names: &ResourceNames,
+) -> anyhow::Result<()> {
     if !args.force {
         for (adding, present, what) in [
             (add.defaulting, had.defaulting, "defaulting"),
@@ -373,7 +390,7 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
                     UserError::new(format!("a {what} webhook for {gvk} already exists"))
                         .help(format!(
                             "pass --force to scaffold it again, overwriting {}",
-                            module_path(&names).display()
+                            module_path(names).display()
                         ))
                         .into(),
                 );
@@ -395,13 +412,28 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
         .help("a kind has one hub: convert from it")
         .into());
     }
-    let all = had.union(add);
-    // A module written again keeps the conversion it had.
-    if !add.conversion {
-        spokes.clone_from(&existing.spoke);
-        new_spokes.clone_from(&spokes);
-    }
+    Ok(())
+}
 
+/// The webhooks' paths: the flags', or those PROJECT records, or kubebuilder's; `custom` are
+/// those that PROJECT records.
+struct Paths {
+    defaulting: String,
+    validation: String,
+    custom_defaulting: Option<String>,
+    custom_validation: Option<String>,
+}
+
+/// The paths of the kind's webhooks, refused when two would be one, or when another kind's
+/// webhook has one.
+fn paths(
+    args: &CreateWebhookArgs,
+    project: &Project,
+    resource: Option<&Resource>,
+    existing: &ResourceWebhooks,
+    (add, all): (Kinds, Kinds),
+    names: &ResourceNames,
+) -> anyhow::Result<Paths> {
     let custom_defaulting_path = args
         .defaulting_path
         .clone()
@@ -412,10 +444,10 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
         .or_else(|| existing.validation_path.clone().filter(|_| !add.validation));
     let defaulting_path = custom_defaulting_path
         .clone()
-        .unwrap_or_else(|| default_path("mutate", &names));
+        .unwrap_or_else(|| default_path("mutate", names));
     let validation_path = custom_validation_path
         .clone()
-        .unwrap_or_else(|| default_path("validate", &names));
+        .unwrap_or_else(|| default_path("validate", names));
     if all.defaulting && all.validation && defaulting_path == validation_path {
         return Err(UserError::new(format!(
             "the defaulting and the validating webhook would share the path `{defaulting_path}`"
@@ -463,7 +495,63 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
             }
         }
     }
+    Ok(Paths {
+        defaulting: defaulting_path,
+        validation: validation_path,
+        custom_defaulting: custom_defaulting_path,
+        custom_validation: custom_validation_path,
+    })
+}
 
+fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Request> {
+    let add = check_flags(args, project)?;
+    let Found {
+        resource,
+        builtin,
+        gvk,
+        names,
+    } = find_kind(args, project, add)?;
+    let mut spokes = asked_spokes(args, project, add)?;
+    let existing = resource
+        .and_then(|r| r.webhooks.clone())
+        .unwrap_or_default();
+    let had = Kinds {
+        defaulting: existing.defaulting,
+        validation: existing.validation,
+        conversion: existing.conversion,
+    };
+    // A conversion that exists takes new spokes at its markers; its spokes are never dropped,
+    // `--force` or not.
+    let mut new_spokes = spokes.clone();
+    if add.conversion && had.conversion {
+        new_spokes.retain(|spoke| !existing.spoke.contains(spoke));
+        if new_spokes.is_empty() && !args.force {
+            return Err(UserError::new(format!(
+                "a conversion webhook for {gvk} already exists, with the spokes {}",
+                existing.spoke.join(", ")
+            ))
+            .help(format!(
+                "pass --spoke with a version it does not convert yet, or --force to scaffold {} again",
+                module_path(&names).display()
+            ))
+            .into());
+        }
+        let mut all_spokes = existing.spoke.clone();
+        all_spokes.extend(new_spokes.iter().cloned());
+        spokes = all_spokes;
+        if args.force {
+            new_spokes.clone_from(&spokes);
+        }
+    }
+    refuse_existing(args, project, (add, had), &gvk, &names)?;
+    let all = had.union(add);
+    // A module written again keeps the conversion it had.
+    if !add.conversion {
+        spokes.clone_from(&existing.spoke);
+        new_spokes.clone_from(&spokes);
+    }
+
+    let paths = paths(args, project, resource, &existing, (add, all), &names)?;
     let first_in_project = project.resources.iter().all(|r| r.webhooks.is_none());
     Ok(Request {
         namespaced: match builtin {
@@ -478,10 +566,10 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
         all,
         spokes,
         new_spokes,
-        defaulting_path,
-        validation_path,
-        custom_defaulting_path,
-        custom_validation_path,
+        defaulting_path: paths.defaulting,
+        validation_path: paths.validation,
+        custom_defaulting_path: paths.custom_defaulting,
+        custom_validation_path: paths.custom_validation,
         module_exists: had.any(),
         first_in_project,
         force: args.force,
@@ -491,7 +579,7 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
 /// The names of a resource of PROJECT: a kind of the project's, or one of Kubernetes' own.
 fn resource_names(resource: &Resource, project: &Project) -> ResourceNames {
     if resource.core
-        && let Ok(Some(kind)) = names::builtin(
+        && let Some(kind) = names::find_builtin(
             &resource.group_with_domain(),
             &resource.version,
             &resource.kind,

@@ -90,13 +90,11 @@ fn refuse_cluster_scoped(project: &Project) -> anyhow::Result<()> {
         .map(|r| format!("{}/{} {}", r.group_with_domain(), r.version, r.kind))
         .collect();
     for resource in project.resources.iter().filter(|r| r.core) {
-        let kind = names::builtin(
+        let kind = names::find_builtin(
             &resource.group_with_domain(),
             &resource.version,
             &resource.kind,
-        )
-        .ok()
-        .flatten();
+        );
         if kind.is_some_and(|kind| !kind.namespaced) {
             cluster_scoped.push(format!(
                 "{}/{} {}",

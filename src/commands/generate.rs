@@ -158,7 +158,7 @@ fn split_crds(stream: &str) -> anyhow::Result<BTreeMap<PathBuf, String>> {
         let plural = value["spec"]["names"]["plural"]
             .as_str()
             .context("a CRD without spec.names.plural")?;
-        let path = Path::new(CRD_DIR).join(format!("{group}_{plural}.yaml"));
+        let path = Path::new(CRD_DIR).join(crate::names::crd_file(group, plural));
         files.insert(path, format!("---\n{document}"));
     }
     Ok(files)

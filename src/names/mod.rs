@@ -653,6 +653,27 @@ fn module(name: &str) -> (String, String) {
 }
 
 /// `<group>.<domain>`, or the domain alone for the empty group.
+/// An API group as kubebuilder's flags, markers and messages write it: `core` for the core
+/// group, whose name is empty.
+pub fn group_shown(api_group: &str) -> &str {
+    if api_group.is_empty() {
+        "core"
+    } else {
+        api_group
+    }
+}
+
+/// The API group that a flag or a marker names: the empty core group for `core`.
+pub fn api_group(written: &str) -> &str {
+    if written == "core" { "" } else { written }
+}
+
+/// The file of a CRD in `config/crd/bases/`, as controller-gen names it:
+/// `<qualified group>_<plural>.yaml`.
+pub fn crd_file(qualified_group: &str, plural: &str) -> String {
+    format!("{qualified_group}_{plural}.yaml")
+}
+
 pub fn qualified_group(group: &str, domain: &str) -> String {
     if group.is_empty() {
         domain.to_owned()
@@ -661,16 +682,10 @@ pub fn qualified_group(group: &str, domain: &str) -> String {
     }
 }
 
-/// The kind of Kubernetes itself that `--group`, `--version` and `--kind` name, as
-/// kubebuilder reads them for a controller without types: `--group core` is the core group,
-/// `--group apps` is `apps`, and `--group networking` (or `networking.k8s.io`) is
-/// `networking.k8s.io`. `Ok(None)` when the group is none of Kubernetes' own; an error naming
-/// what Kubernetes has when the group is, but the version or the kind is not.
-pub fn builtin(
-    group: &str,
-    version: &str,
-    kind: &str,
-) -> Result<Option<&'static builtin::Builtin>, UserError> {
+/// The API group of Kubernetes itself that `--group` names, as kubebuilder reads it: `core`
+/// is the core group, `apps` is `apps`, and `networking` (or `networking.k8s.io`) is
+/// `networking.k8s.io`. `None` when the group is none of Kubernetes' own.
+fn builtin_group_of(group: &str) -> Option<String> {
     let candidates: Vec<String> = if group == "core" {
         vec![String::new()]
     } else if group.is_empty() {
@@ -682,28 +697,41 @@ pub fn builtin(
             format!("{group}.apiserver.k8s.io"),
         ]
     };
-    let Some(api_group) = candidates.iter().find(|candidate| {
+    candidates.into_iter().find(|candidate| {
         builtin::BUILTINS
             .iter()
             .any(|b| b.group == candidate.as_str())
-    }) else {
+    })
+}
+
+/// The kind of Kubernetes itself that a group (as `--group` writes it), a version and a kind
+/// name, if any: the lookup alone, for what PROJECT records. [`builtin`] explains a miss.
+pub fn find_builtin(group: &str, version: &str, kind: &str) -> Option<&'static builtin::Builtin> {
+    let api_group = builtin_group_of(group)?;
+    builtin::BUILTINS
+        .iter()
+        .find(|b| b.group == api_group && b.version == version && b.kind == kind)
+}
+
+/// The kind of Kubernetes itself that `--group`, `--version` and `--kind` name (see
+/// [`find_builtin`]). `Ok(None)` when the group is none of Kubernetes' own; an error naming
+/// what Kubernetes has when the group is, but the version or the kind is not.
+pub fn builtin(
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Result<Option<&'static builtin::Builtin>, UserError> {
+    if let Some(found) = find_builtin(group, version, kind) {
+        return Ok(Some(found));
+    }
+    let Some(api_group) = builtin_group_of(group) else {
         return Ok(None);
     };
     let in_group: Vec<&builtin::Builtin> = builtin::BUILTINS
         .iter()
         .filter(|b| b.group == api_group.as_str())
         .collect();
-    let shown = if api_group.is_empty() {
-        "core"
-    } else {
-        api_group
-    };
-    if let Some(found) = in_group
-        .iter()
-        .find(|b| b.version == version && b.kind == kind)
-    {
-        return Ok(Some(found));
-    }
+    let shown = group_shown(&api_group);
     let mut versions: Vec<&str> = in_group.iter().map(|b| b.version).collect();
     versions.dedup();
     if !versions.contains(&version) {

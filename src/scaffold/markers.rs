@@ -258,7 +258,7 @@ mod tests {
             ("api_crate_ident", "my_operator_api".to_owned()),
             (
                 "crd_file",
-                format!("{}_{}.yaml", names.qualified_group, names.plural),
+                crate::names::crd_file(&names.qualified_group, &names.plural),
             ),
             (
                 "sample_file",

@@ -218,13 +218,32 @@ fn compare(name: &str, root: &Path, bless: bool, stale: &mut Vec<String>) {
     for path in paths {
         let problem = match (want.get(path), got.get(path)) {
             (Some(a), Some(b)) if a == b => continue,
-            (Some(_), Some(_)) => "differs",
-            (Some(_), None) => "no longer generated",
-            (None, Some(_)) => "not in testdata",
+            (Some(a), Some(b)) => format!("differs:\n{}", diff(path, a, b)),
+            (Some(_), None) => "no longer generated".to_owned(),
+            (None, Some(_)) => "not in testdata".to_owned(),
             (None, None) => unreachable!(),
         };
         stale.push(format!("{name}/{}: {problem}", path.display()));
     }
+}
+
+/// The unified diff from the golden file to the generated one, at most 40 lines of it.
+fn diff(path: &Path, golden: &[u8], generated: &[u8]) -> String {
+    let (golden, generated) = (
+        String::from_utf8_lossy(golden),
+        String::from_utf8_lossy(generated),
+    );
+    let shown = path.display().to_string();
+    let text = similar::TextDiff::from_lines(golden.as_ref(), generated.as_ref())
+        .unified_diff()
+        .context_radius(2)
+        .header(&format!("testdata/{shown}"), &format!("generated/{shown}"))
+        .to_string();
+    let mut lines: Vec<&str> = text.lines().take(41).collect();
+    if lines.len() == 41 {
+        lines[40] = "...";
+    }
+    lines.join("\n")
 }
 
 fn copy_tree(from: &Path, to: &Path) {

@@ -121,20 +121,28 @@ pub fn stderr(assert: &Assert) -> String {
     String::from_utf8_lossy(&assert.get_output().stderr).into_owned()
 }
 
-/// Runs `rsbuilder args...`, which must fail with exit code 1, an `error:` line starting with
-/// `error` and a `help:` line starting with `help`, and leave the tree as it was.
+/// Runs `rsbuilder args...`, which must fail with exit code 1, a line starting with `error:
+/// <error>` and one starting with `help: <help>` (a trailing newline asks for the whole line),
+/// and leave the tree as it was.
 #[track_caller]
 pub fn assert_refused(ws: &Workspace, args: &[&str], error: &str, help: &str) {
     let before = ws.snapshot();
     let err = stderr(&ws.run(args).code(1));
     let command = args.join(" ");
+    // A line that starts with the text; with a trailing newline, a line that is the text.
+    let starts = |prefix: String| {
+        err.lines().any(|line| match prefix.strip_suffix('\n') {
+            Some(whole) => line == whole,
+            None => line.starts_with(&prefix),
+        })
+    };
     assert!(
-        err.contains(&format!("error: {error}")),
-        "`{command}`: want `error: {error}` in:\n{err}"
+        starts(format!("error: {error}")),
+        "`{command}`: want a line starting `error: {error}` in:\n{err}"
     );
     assert!(
-        err.contains(&format!("help: {help}")),
-        "`{command}`: want `help: {help}` in:\n{err}"
+        starts(format!("help: {help}")),
+        "`{command}`: want a line starting `help: {help}` in:\n{err}"
     );
     assert_same_tree(&before, &ws.snapshot(), &format!("`{command}`"));
 }

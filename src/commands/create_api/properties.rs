@@ -187,9 +187,9 @@ impl Tree {
             .iter()
             .find(|(path, _)| {
                 request.joins_kind
-                    && path.ends_with(format!(
-                        "{}_{}.yaml",
-                        request.names.qualified_group, request.names.plural
+                    && path.ends_with(crate::names::crd_file(
+                        &request.names.qualified_group,
+                        &request.names.plural,
                     ))
             })
             .map(|(_, text)| text.clone())
