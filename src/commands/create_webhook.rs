@@ -132,16 +132,6 @@ fn module_path(names: &ResourceNames) -> PathBuf {
         .join(format!("{}.rs", names.kind_file))
 }
 
-/// The path kubebuilder gives a webhook: `/<verb>-<group with dashes>-<version>-<kind>`.
-fn default_path(verb: &str, names: &ResourceNames) -> String {
-    format!(
-        "/{verb}-{}-{}-{}",
-        names.qualified_group.replace('.', "-"),
-        names.version,
-        names.kind_lower
-    )
-}
-
 /// The webhooks the flags ask for, once the flags agree with each other.
 fn check_flags(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Kinds> {
     crate::plugins::check("create webhook", &args.plugins, false)?;
@@ -444,10 +434,10 @@ fn paths(
         .or_else(|| existing.validation_path.clone().filter(|_| !add.validation));
     let defaulting_path = custom_defaulting_path
         .clone()
-        .unwrap_or_else(|| default_path("mutate", names));
+        .unwrap_or_else(|| names::webhook_path("mutate", names));
     let validation_path = custom_validation_path
         .clone()
-        .unwrap_or_else(|| default_path("validate", names));
+        .unwrap_or_else(|| names::webhook_path("validate", names));
     if all.defaulting && all.validation && defaulting_path == validation_path {
         return Err(UserError::new(format!(
             "the defaulting and the validating webhook would share the path `{defaulting_path}`"
@@ -471,13 +461,13 @@ fn paths(
                 theirs
                     .defaulting_path
                     .clone()
-                    .unwrap_or_else(|| default_path("mutate", &other_names))
+                    .unwrap_or_else(|| names::webhook_path("mutate", &other_names))
             }),
             theirs.validation.then(|| {
                 theirs
                     .validation_path
                     .clone()
-                    .unwrap_or_else(|| default_path("validate", &other_names))
+                    .unwrap_or_else(|| names::webhook_path("validate", &other_names))
             }),
         ];
         for path in taken.into_iter().flatten() {
@@ -654,19 +644,7 @@ fn plan(
     .iter()
     .map(|marker| marker.name().to_owned())
     .collect();
-    let webhook_name = |prefix: char| {
-        let short = format!("{prefix}{}-{}.kb.io", names.kind_lower, names.version);
-        if taken.contains(&short) {
-            format!(
-                "{prefix}{}-{}-{}.kb.io",
-                names.kind_lower,
-                names.qualified_group.replace('.', "-"),
-                names.version
-            )
-        } else {
-            short
-        }
-    };
+    let webhook_name = |prefix| names::webhook_name(prefix, names, &taken);
     let context = Context {
         names: names.clone(),
         project_name: project.project_name.clone(),

@@ -668,6 +668,34 @@ pub fn api_group(written: &str) -> &str {
     if written == "core" { "" } else { written }
 }
 
+/// The path kubebuilder gives a webhook of `names`: `/<verb>-<group with dashes>-<version>-<kind>`
+/// (`/mutate-example-com-v1-application`, `/validate--v1-pod` for the core group).
+pub fn webhook_path(verb: &str, names: &ResourceNames) -> String {
+    format!(
+        "/{verb}-{}-{}-{}",
+        names.qualified_group.replace('.', "-"),
+        names.version,
+        names.kind_lower
+    )
+}
+
+/// The name of a webhook of `names` in its configuration, as kubebuilder writes it
+/// (`mapplication-v1.kb.io`, `prefix` `m` or `v`), or with the group in it when `taken` has
+/// that one already (the same kind in another group): `mapplication-example-com-v1.kb.io`.
+pub fn webhook_name(prefix: char, names: &ResourceNames, taken: &[String]) -> String {
+    let short = format!("{prefix}{}-{}.kb.io", names.kind_lower, names.version);
+    if taken.contains(&short) {
+        format!(
+            "{prefix}{}-{}-{}.kb.io",
+            names.kind_lower,
+            names.qualified_group.replace('.', "-"),
+            names.version
+        )
+    } else {
+        short
+    }
+}
+
 /// The file of a CRD in `config/crd/bases/`, as controller-gen names it:
 /// `<qualified group>_<plural>.yaml`.
 pub fn crd_file(qualified_group: &str, plural: &str) -> String {
@@ -1055,6 +1083,26 @@ mod tests {
             "{error}"
         );
         assert_eq!(error.help_text(), Some("pass a shorter --domain"));
+    }
+
+    #[test]
+    fn webhooks_are_named_as_kubebuilder_names_them() {
+        let names = ResourceNames::new("example", "v1", "Application", None, "example.com");
+        assert_eq!(
+            webhook_path("mutate", &names),
+            "/mutate-example-example-com-v1-application"
+        );
+        assert_eq!(webhook_name('m', &names, &[]), "mapplication-v1.kb.io");
+        assert_eq!(
+            webhook_name('m', &names, &["mapplication-v1.kb.io".to_owned()]),
+            "mapplication-example-example-com-v1.kb.io"
+        );
+        let pod = builtin_names(find_builtin("core", "v1", "Pod").unwrap());
+        assert_eq!(webhook_path("validate", &pod), "/validate--v1-pod");
+        assert_eq!(group_shown(pod.qualified_group.as_str()), "core");
+        assert_eq!(api_group("core"), "");
+        assert_eq!(api_group("apps"), "apps");
+        assert_eq!(crd_file("a.io", "bs"), "a.io_bs.yaml");
     }
 
     #[test]
