@@ -62,6 +62,7 @@ fn selector(key: &str, value: &str) -> Result<Selector, String> {
                 .trim()
                 .strip_prefix('(')
                 .and_then(|rest| rest.strip_suffix(')'))
+                .filter(|inner| !inner.trim().is_empty())
                 .ok_or_else(|| format!("`{key}`: `{requirement}` lists its values as `(a|b)`"))?;
             inner
                 .split('|')
@@ -764,6 +765,10 @@ webhooks:
             (
                 "objectSelector=a in b",
                 "`objectSelector`: `a in b` lists its values as `(a|b)`",
+            ),
+            (
+                "objectSelector=a notin ()",
+                "`objectSelector`: `a notin ()` lists its values as `(a|b)`",
             ),
             (
                 "objectSelector=a=b;a=c",

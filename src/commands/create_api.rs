@@ -169,7 +169,7 @@ pub fn run(args: CreateApiArgs) -> anyhow::Result<()> {
         ));
         next.push_str(&format!(
             "  rsbuilder create webhook --group {} --version {} --kind {} --conversion --spoke {}\n",
-            if names.group.is_empty() { "''" } else { &names.group },
+            names::group_flag(&names.group),
             hub.version,
             names.kind,
             names.version

@@ -70,8 +70,9 @@ struct Request {
     /// The paths PROJECT records: those that differ from the computed ones.
     custom_defaulting_path: Option<String>,
     custom_validation_path: Option<String>,
-    /// Whether the kind's webhook module exists (PROJECT records webhooks for it).
-    module_exists: bool,
+    /// What the kind's webhook module holds before the command (PROJECT records it): it
+    /// exists when it holds any webhook.
+    had: Kinds,
     /// Whether no resource of the project has a webhook yet.
     first_in_project: bool,
     /// The kind of Kubernetes itself the webhooks admit, when they admit one.
@@ -149,7 +150,7 @@ fn check_flags(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Ki
         )
         .help(format!(
             "for example `rsbuilder create webhook --group {} --version {} --kind {} --defaulting --programmatic-validation`",
-            if args.group.is_empty() { "''" } else { &args.group },
+            names::group_flag(&args.group),
             args.version,
             args.kind
         ))
@@ -265,11 +266,7 @@ fn find_kind<'a>(
         return Err(UserError::new(format!("no API {gvk} in PROJECT"))
             .help(format!(
                 "run `rsbuilder create api --group {} --version {} --kind {}` first",
-                if args.group.is_empty() {
-                    "''"
-                } else {
-                    &args.group
-                },
+                names::group_flag(&args.group),
                 args.version,
                 args.kind
             ))
@@ -327,7 +324,7 @@ fn asked_spokes(
             ))
             .help(format!(
                 "add one with `rsbuilder create api --group {} --version <v2> --kind {}`, then convert",
-                if args.group.is_empty() { "''" } else { &args.group },
+                names::group_flag(&args.group),
                 args.kind
             ))
             .into());
@@ -560,7 +557,7 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
         validation_path: paths.validation,
         custom_defaulting_path: paths.custom_defaulting,
         custom_validation_path: paths.custom_validation,
-        module_exists: had.any(),
+        had,
         first_in_project,
         force: args.force,
     })
@@ -675,7 +672,7 @@ fn plan(
     let mut plan = Plan::default();
     // The module is written whole when it is new, or again with --force; otherwise the new
     // webhooks are inserted into it.
-    let rewrite = !request.module_exists || request.force;
+    let rewrite = !request.had.any() || request.force;
     let mut files = scaffold::render_set("webhook", &context, &paths, policy)?;
     if !rewrite {
         files.retain(|file| file.path != module);
@@ -697,7 +694,13 @@ fn plan(
         )?);
     }
     let kinds = if rewrite { request.all } else { request.add };
+    // A conversion that exists only takes spokes, at its markers: its own code is there, and a
+    // module written before it had markers must get a missing marker, not a second conversion.
+    let extending = !rewrite && request.add.conversion && request.had.conversion;
     for set in kinds.sets() {
+        if set == "webhook-conversion" && extending {
+            continue;
+        }
         if set == "webhook-conversion" {
             plan.files
                 .extend(scaffold::render_set(set, &context, &paths, policy)?);

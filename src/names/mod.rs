@@ -653,6 +653,12 @@ fn module(name: &str) -> (String, String) {
 }
 
 /// `<group>.<domain>`, or the domain alone for the empty group.
+/// `group` as a `--group` value in a command a message suggests: `''` for the domain's own
+/// group, so that the shell passes an empty argument.
+pub fn group_flag(group: &str) -> &str {
+    if group.is_empty() { "''" } else { group }
+}
+
 /// An API group as kubebuilder's flags, markers and messages write it: `core` for the core
 /// group, whose name is empty.
 pub fn group_shown(api_group: &str) -> &str {

@@ -384,6 +384,45 @@ fn a_new_spoke_goes_in_at_the_markers_and_no_spoke_is_ever_dropped() {
         ws.read("PROJECT")
     );
 
+    // A module written before the conversion had markers gets none of its code twice: the
+    // spoke is refused for the missing marker, and nothing changes.
+    let marked = ws.read(MODULE);
+    let unmarked: String = marked
+        .lines()
+        .filter(|line| {
+            ![
+                "+rsbuilder:scaffold:spokes",
+                "+rsbuilder:scaffold:spoke-modules",
+                "+rsbuilder:scaffold:conversion-tests",
+            ]
+            .iter()
+            .any(|marker| line.trim_end().ends_with(marker))
+        })
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert_ne!(unmarked, marked);
+    ws.write(MODULE, &unmarked);
+    ws.run(&[
+        "create",
+        "api",
+        "--group",
+        "example",
+        "--version",
+        "v5",
+        "--kind",
+        "Application",
+        "--controller=false",
+    ])
+    .success();
+    refuses(
+        &ws,
+        &format!("{APPLICATION} --conversion --spoke v5"),
+        "marker `// +rsbuilder:scaffold:conversion-tests` not found in `operator/src/webhooks/example/v1/application.rs`",
+        "put the line `// +rsbuilder:scaffold:conversion-tests` back where rsbuilder should add code",
+    );
+    assert_eq!(ws.read(MODULE).matches("pub fn conversion()").count(), 1);
+    ws.write(MODULE, &marked);
+
     // --force writes the module again, and keeps both spokes.
     webhook(
         &ws,
