@@ -1,15 +1,23 @@
-//! Helpers for the controllers a project writes: a check of their API before they start, and
-//! the logging of what `Controller::run` reports.
+//! What every controller of a project does besides its reconcile: [`Runner`] checks its API
+//! before it starts, marks it ready once its cache has synced, stops it on shutdown, times and
+//! counts its reconciles and retries failed objects with a per-object backoff. [`check_api`] and
+//! [`report`] are its parts, for a controller that drives `Controller::run` itself.
 
 use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
-use kube::Resource;
-use kube::api::{Api, ListParams};
-use kube::runtime::controller::{self, Action};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use futures::{StreamExt, TryStreamExt};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{self, ObjectRef, reflector};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
+
+use crate::{Backoff, ControllerContext, Metrics};
 
 /// How long the start-up check waits for the API server.
 pub const CHECK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -126,6 +134,270 @@ pub fn report<K, E>(
             tracing::error!(controller, "controller failed: {error}")
         }
     }
+}
+
+/// The first retry of a failed object, by default; each further failure doubles it.
+pub const BASE_BACKOFF: Duration = Duration::from_millis(500);
+/// The longest wait between retries, by default.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+/// Runs a controller for the manager, around the project's own `reconcile`:
+/// - checks that the API server serves its resource and lets the manager list it
+///   ([`check_api`]), so that a missing CRD is reported at once and by name;
+/// - marks the controller ready once its cache holds the first complete list (`/readyz`);
+/// - stops it when the manager shuts down, letting running reconciles finish;
+/// - times each reconcile and counts its outcome (`controller_runtime_reconcile_*`);
+/// - retries a failed object after [`BASE_BACKOFF`], doubled for each further consecutive
+///   failure up to [`MAX_BACKOFF`], and forgets the count once it reconciles;
+/// - logs what the controller reports ([`report`]).
+///
+/// ```text
+/// let context = Arc::new(Context::new(ctx.client.clone()));
+/// Runner::new(NAME, ctx.api::<Object>())
+///     .configure(|controller| controller.owns(deployments, watcher::Config::default()))
+///     .run(ctx, reconcile, context)
+///     .await
+/// ```
+///
+/// The runner reflects the watch itself, to see the first complete list: a second task
+/// waiting on `Store::wait_until_ready` while the controller waits on it too may never be
+/// woken (kube-runtime 5 keeps one waker per store).
+pub struct Runner<K: Resource<DynamicType = ()> + Clone + Debug + 'static> {
+    name: &'static str,
+    api: Api<K>,
+    watcher: watcher::Config,
+    base: Duration,
+    max: Duration,
+    configure: Option<Configure<K>>,
+}
+
+type Configure<K> = Box<dyn FnOnce(Controller<K>) -> Controller<K> + Send>;
+
+impl<K> Runner<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    /// The runner of the controller called `name` (it labels metrics and logs) of the objects
+    /// `api` lists, all of them (`watcher::Config::default().any_semantic()`).
+    pub fn new(name: &'static str, api: Api<K>) -> Self {
+        Self {
+            name,
+            api,
+            watcher: watcher::Config::default().any_semantic(),
+            base: BASE_BACKOFF,
+            max: MAX_BACKOFF,
+            configure: None,
+        }
+    }
+
+    /// Watches only the objects `config` selects (labels, fields), and caches only those.
+    pub fn watcher(mut self, config: watcher::Config) -> Self {
+        self.watcher = config;
+        self
+    }
+
+    /// Retries failed objects after `base`, doubled for every further failure, at most `max`.
+    pub fn backoff(mut self, base: Duration, max: Duration) -> Self {
+        self.base = base;
+        self.max = max;
+        self
+    }
+
+    /// Adds to the controller what else triggers a reconcile: `owns`, `watches`, or its
+    /// `with_config`.
+    pub fn configure(
+        mut self,
+        configure: impl FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
+    ) -> Self {
+        self.configure = Some(Box::new(configure));
+        self
+    }
+
+    /// Runs the controller until the manager stops it: `reconcile` gets each object that
+    /// changed, with `context`, and a failure is retried with the runner's backoff.
+    pub async fn run<Ctx, E, Fut>(
+        self,
+        manager: ControllerContext,
+        reconcile: impl Fn(Arc<K>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
+        context: Arc<Ctx>,
+    ) -> anyhow::Result<()>
+    where
+        Ctx: Send + Sync + 'static,
+        E: std::error::Error + Send + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    {
+        let name = self.name;
+        let policy = move |object: Arc<K>, error: &E, state: &State<K, Ctx>| {
+            let delay = state.backoff.failed(&object);
+            tracing::warn!(
+                controller = name,
+                object = %ObjectRef::from_obj(&*object),
+                ?delay,
+                "reconcile failed: {error}"
+            );
+            Action::requeue(delay)
+        };
+        self.drive(manager, reconcile, policy, context).await
+    }
+
+    /// As [`Runner::run`], with `error_policy` deciding when a failed object is retried
+    /// instead of the runner's backoff; every reconcile is still timed and counted.
+    pub async fn run_with_policy<Ctx, E, Fut>(
+        self,
+        manager: ControllerContext,
+        reconcile: impl Fn(Arc<K>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
+        error_policy: impl Fn(Arc<K>, &E, Arc<Ctx>) -> Action + Send + 'static,
+        context: Arc<Ctx>,
+    ) -> anyhow::Result<()>
+    where
+        Ctx: Send + Sync + 'static,
+        E: std::error::Error + Send + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    {
+        let policy = move |object: Arc<K>, error: &E, state: &State<K, Ctx>| {
+            error_policy(object, error, state.context.clone())
+        };
+        self.drive(manager, reconcile, policy, context).await
+    }
+
+    async fn drive<Ctx, E, Fut>(
+        self,
+        manager: ControllerContext,
+        reconcile: impl Fn(Arc<K>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
+        policy: impl Fn(Arc<K>, &E, &State<K, Ctx>) -> Action + Send + 'static,
+        context: Arc<Ctx>,
+    ) -> anyhow::Result<()>
+    where
+        Ctx: Send + Sync + 'static,
+        E: std::error::Error + Send + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    {
+        check_api(&self.api).await?;
+        let (reader, writer) = reflector::store();
+        let ready = manager.ready.clone();
+        let mut synced = false;
+        let trigger = reflector(writer, watcher::watcher(self.api, self.watcher))
+            .inspect_ok(move |event| {
+                if !synced && matches!(event, watcher::Event::InitDone) {
+                    synced = true;
+                    ready.ready();
+                }
+            })
+            .applied_objects();
+        let mut controller = Controller::for_stream(trigger, reader);
+        if let Some(configure) = self.configure {
+            controller = configure(controller);
+        }
+        let state = Arc::new(State {
+            name: self.name,
+            metrics: manager.metrics.clone(),
+            backoff: Backoff::new(self.base, self.max),
+            context,
+        });
+        let reconcile = Arc::new(reconcile);
+        let name = self.name;
+        controller
+            .graceful_shutdown_on(manager.shutdown.clone().cancelled_owned())
+            .run(
+                move |object, state: Arc<State<K, Ctx>>| {
+                    let reconcile = reconcile.clone();
+                    async move { state.reconcile(object, &*reconcile).await }
+                },
+                move |object, error, state| policy(object, error, &state),
+                state,
+            )
+            .for_each(|result| async move { report(name, &result) })
+            .await;
+        Ok(())
+    }
+}
+
+/// What the runner keeps around the project's context.
+struct State<K: Resource<DynamicType = ()>, Ctx> {
+    name: &'static str,
+    metrics: Arc<Metrics>,
+    backoff: Backoff<K>,
+    context: Arc<Ctx>,
+}
+
+impl<K: Resource<DynamicType = ()>, Ctx> State<K, Ctx> {
+    /// Runs one reconcile of `object`, timed and counted; a success forgets its failures.
+    async fn reconcile<E, Fut>(
+        &self,
+        object: Arc<K>,
+        reconcile: &(impl Fn(Arc<K>, Arc<Ctx>) -> Fut + ?Sized),
+    ) -> Result<Action, E>
+    where
+        Fut: Future<Output = Result<Action, E>>,
+    {
+        let _timer = self.metrics.reconcile.start(self.name);
+        let key = ObjectRef::from_obj(&*object);
+        let result = reconcile(object, self.context.clone()).await;
+        match &result {
+            Ok(_) => {
+                self.metrics.reconcile.success(self.name);
+                self.backoff.succeeded(&key);
+            }
+            Err(_) => self.metrics.reconcile.error(self.name),
+        }
+        result
+    }
+}
+
+/// An event recorder that reports as the controller `name`, from the pod `POD_NAME` names.
+pub fn recorder(client: Client, name: &str) -> Recorder {
+    let reporter = Reporter {
+        controller: name.to_owned(),
+        instance: std::env::var("POD_NAME").ok(),
+    };
+    Recorder::new(client, reporter)
+}
+
+/// Publishes a `Normal` event about `object` with `recorder`: `reason` and `action` say what
+/// happened to programs (`Reconciled`, `Reconcile`), `note` to people.
+pub async fn publish_normal<K>(
+    recorder: &Recorder,
+    object: &K,
+    reason: &str,
+    action: &str,
+    note: impl Into<String>,
+) -> kube::Result<()>
+where
+    K: Resource<DynamicType = ()>,
+{
+    let event = Event {
+        type_: EventType::Normal,
+        reason: reason.to_owned(),
+        note: Some(note.into()),
+        action: action.to_owned(),
+        secondary: None,
+    };
+    recorder.publish(&event, &object.object_ref(&())).await
+}
+
+/// Writes the status fields in `status` of the object `name` with server-side apply, as the
+/// field manager `field_manager` (forcing conflicts): the manager then owns exactly these
+/// fields, and whatever others set stays.
+pub async fn apply_status<K>(
+    api: &Api<K>,
+    name: &str,
+    field_manager: &str,
+    status: serde_json::Value,
+) -> kube::Result<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
+    let patch = serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": status,
+    });
+    api.patch_status(
+        name,
+        &PatchParams::apply(field_manager).force(),
+        &Patch::Apply(&patch),
+    )
+    .await
 }
 
 #[cfg(test)]
@@ -259,5 +531,203 @@ mod tests {
             error.to_string(),
             "the API server is unreachable: no answer within 10s"
         );
+    }
+
+    /// Answers every request of a controller of ConfigMaps in `default`: lists with one
+    /// ConfigMap, and watches with nothing, kept open until the server is dropped.
+    async fn serve_one_config_map(mut server: ApiServer) {
+        let mut watches = Vec::new();
+        while let Ok(Some((request, send))) =
+            tokio::time::timeout(Duration::from_secs(30), server.next_request()).await
+        {
+            assert_eq!(
+                request.uri().path(),
+                "/api/v1/namespaces/default/configmaps"
+            );
+            if request
+                .uri()
+                .query()
+                .unwrap_or_default()
+                .contains("watch=true")
+            {
+                watches.push(send);
+                continue;
+            }
+            let list = json!({"kind": "ConfigMapList", "apiVersion": "v1",
+                "metadata": {"resourceVersion": "7"},
+                "items": [{"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "cm", "namespace": "default", "resourceVersion": "7"}}]});
+            send.send_response(
+                http::Response::builder()
+                    .body(kube::client::Body::from(serde_json::to_vec(&list).unwrap()))
+                    .unwrap(),
+            );
+        }
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("the test fails this reconcile")]
+    struct Failed;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_runner_reconciles_counts_retries_with_backoff_and_stops() {
+        let (service, server) =
+            mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+        let serving = tokio::spawn(serve_one_config_map(server));
+        let health = crate::health::Health::default();
+        let metrics = Arc::new(Metrics::default());
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let manager = ControllerContext {
+            name: "test",
+            client: Client::new(service, "default"),
+            metrics: metrics.clone(),
+            ready: health.readiness_check("test"),
+            shutdown: shutdown.clone(),
+            watch_namespace: Some("default".into()),
+        };
+        assert_eq!(
+            health.readiness().0,
+            503,
+            "not ready before the cache synced"
+        );
+        let api: Api<ConfigMap> = manager.api();
+        // Two failures, a success that asks to come back in 50 ms, a failure, a success.
+        type Calls = Arc<std::sync::Mutex<Vec<tokio::time::Instant>>>;
+        let calls: Calls = Arc::default();
+        let reconcile = |object: Arc<ConfigMap>, calls: Calls| async move {
+            assert_eq!(object.metadata.name.as_deref(), Some("cm"));
+            let mut calls = calls.lock().unwrap();
+            calls.push(tokio::time::Instant::now());
+            match calls.len() {
+                3 => Ok(Action::requeue(Duration::from_millis(50))),
+                5.. => Ok(Action::await_change()),
+                _ => Err(Failed),
+            }
+        };
+        let context = calls.clone();
+        let running = tokio::spawn(async move {
+            Runner::new("test", api)
+                .backoff(Duration::from_millis(200), Duration::from_secs(5))
+                .run(manager, reconcile, context)
+                .await
+        });
+        crate::testing::within(async {
+            while calls.lock().unwrap().len() < 5 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        let times = calls.lock().unwrap().clone();
+        let gaps: Vec<u128> = times
+            .windows(2)
+            .map(|w| (w[1] - w[0]).as_millis())
+            .collect();
+        // The retries wait 200 ms, then 400 ms; the success forgets the failures, so the
+        // next failure waits 200 ms again.
+        for (gap, want) in gaps.iter().zip([200, 400, 50, 200]) {
+            assert!((want..want + 20).contains(gap), "{gaps:?}");
+        }
+        assert_eq!(health.readiness().0, 200, "ready once the cache synced");
+        let encoded = metrics.encode();
+        for line in [
+            "controller_runtime_reconcile_total{controller=\"test\",result=\"error\"} 3",
+            "controller_runtime_reconcile_total{controller=\"test\",result=\"success\"} 2",
+            "controller_runtime_reconcile_errors_total{controller=\"test\"} 3",
+            "controller_runtime_reconcile_time_seconds_count{controller=\"test\"} 5",
+        ] {
+            assert!(
+                encoded.lines().any(|l| l == line),
+                "no `{line}` in\n{encoded}"
+            );
+        }
+
+        shutdown.cancel();
+        crate::testing::within(running).await.unwrap().unwrap();
+        serving.abort();
+    }
+
+    #[tokio::test]
+    async fn the_runner_refuses_to_start_without_its_crd() {
+        let (api, mut server) = mocked::<ConfigMap>();
+        let manager = ControllerContext {
+            name: "test",
+            client: Client::new(
+                tower::service_fn(|_: http::Request<kube::client::Body>| async {
+                    Err::<http::Response<kube::client::Body>, std::io::Error>(
+                        std::io::Error::other("unused"),
+                    )
+                }),
+                "default",
+            ),
+            metrics: Arc::default(),
+            ready: crate::health::Health::default().readiness_check("test"),
+            shutdown: tokio_util::sync::CancellationToken::new(),
+            watch_namespace: None,
+        };
+        let running = tokio::spawn(async move {
+            let reconcile =
+                |_: Arc<ConfigMap>, _: Arc<()>| async { Ok::<_, Failed>(Action::await_change()) };
+            Runner::new("test", api)
+                .run(manager, reconcile, Arc::new(()))
+                .await
+        });
+        answer(
+            &mut server,
+            "/api/v1/namespaces/default/configmaps",
+            404,
+            status(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            ),
+        )
+        .await;
+        let error = crate::testing::within(running).await.unwrap().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the API server does not serve configmaps: its CRD is not installed; run `make install`"
+        );
+    }
+
+    #[tokio::test]
+    async fn apply_status_sends_the_status_alone_as_its_field_manager() {
+        let (api, mut server) = mocked::<ConfigMap>();
+        let applying = tokio::spawn(async move {
+            apply_status(&api, "cm", "the-controller", json!({"phase": "Ready"})).await
+        });
+        let (request, send) = tokio::time::timeout(Duration::from_secs(5), server.next_request())
+            .await
+            .expect("a patch within 5 s")
+            .unwrap();
+        assert_eq!(request.method(), http::Method::PATCH);
+        assert_eq!(
+            request.uri().path(),
+            "/api/v1/namespaces/default/configmaps/cm/status"
+        );
+        let query = request.uri().query().unwrap_or_default().to_owned();
+        assert!(
+            query.contains("fieldManager=the-controller") && query.contains("force=true"),
+            "{query}"
+        );
+        assert_eq!(
+            request.headers()["content-type"],
+            "application/apply-patch+yaml"
+        );
+        let body = request.into_body().collect_bytes().await.unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            body,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "status": {"phase": "Ready"}})
+        );
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}});
+        send.send_response(
+            http::Response::builder()
+                .body(kube::client::Body::from(
+                    serde_json::to_vec(&object).unwrap(),
+                ))
+                .unwrap(),
+        );
+        let applied = crate::testing::within(applying).await.unwrap().unwrap();
+        assert_eq!(applied.metadata.name.as_deref(), Some("cm"));
     }
 }

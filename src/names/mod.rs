@@ -72,60 +72,6 @@ const PRELUDE: &[&str] = &[
     "Vec",
 ];
 
-/// Names the generated controller, the webhook modules and their tests import or define; a
-/// kind called so is imported under an alias there (`ClientKind`). A test reads the templates'
-/// imports and definitions and fails when one is missing here.
-const CONTROLLER_SCOPE: &[&str] = &[
-    "Action",
-    "Api",
-    "ApiServer",
-    "Arc",
-    "BTreeMap",
-    "Backoff",
-    "COMMAND",
-    "CONTAINER",
-    "DEFAULT_IMAGE",
-    "Body",
-    "Client",
-    "Context",
-    "Controller",
-    "ControllerContext",
-    "Defaulter",
-    "Duration",
-    "Error",
-    "Event",
-    "EventType",
-    "FINALIZER",
-    "Hub",
-    "HashMap",
-    "ListParams",
-    "Method",
-    "Metrics",
-    "Mutex",
-    "NAME",
-    "Object",
-    "ObjectRef",
-    "Observed",
-    "Patch",
-    "PatchParams",
-    "PoisonError",
-    "RUN_AS_USER",
-    "Recorder",
-    "Registration",
-    "Reporter",
-    "Request",
-    "Resource",
-    "ResourceExt",
-    "Response",
-    "Spec",
-    "Spoke",
-    "Status",
-    "StreamExt",
-    "Validator",
-    "Value",
-    "Webhooks",
-];
-
 /// Crates the generated project depends on: a project named like one would shadow it.
 const DEPENDENCIES: &[&str] = &[
     "anyhow",
@@ -140,6 +86,7 @@ const DEPENDENCIES: &[&str] = &[
     "json-patch",
     "k8s-openapi",
     "kube",
+    "kube-runtime",
     "prometheus-client",
     "rcgen",
     "ring",
@@ -819,9 +766,6 @@ pub struct ResourceNames {
     pub kind_module: String,
     /// The file stem of the kind's modules (`app_otp`).
     pub kind_file: String,
-    /// The name the controller and its tests use for the kind: the kind, or an alias
-    /// (`ClientKind`) when the kind clashes with something they import.
-    pub kind_type: String,
     /// `appotps`.
     pub plural: String,
     /// Whether `plural` differs from what `plural::plural` computes.
@@ -870,18 +814,12 @@ impl ResourceNames {
                 kind_lower.clone()
             },
         );
-        let kind_type = if CONTROLLER_SCOPE.contains(&kind) {
-            format!("{kind}Kind")
-        } else {
-            kind.to_owned()
-        };
         Self {
             group: group.to_owned(),
             group_module,
             version: version.to_owned(),
             kind: kind.to_owned(),
             kind_module,
-            kind_type,
             plural_overridden: plural != computed,
             crd_name: format!("{plural}.{qualified_group}"),
             controller_name: format!("{group_label}-{kind_lower}"),
@@ -937,83 +875,58 @@ impl ResourceNames {
 
 #[cfg(test)]
 mod scope_tests {
-    use super::CONTROLLER_SCOPE;
-
-    /// The type names a Rust source brings into scope: `use` items (`A`, `{A, B}`, `X as Y`)
-    /// and `type` aliases, PascalCase only, template expressions left out.
-    fn imported_types(source: &str) -> Vec<String> {
-        let mut names = Vec::new();
-        let mut statement = String::new();
-        for line in source.lines().map(str::trim) {
-            if let Some(rest) = line
-                .strip_prefix("pub struct ")
-                .or_else(|| line.strip_prefix("struct "))
-            {
-                let name: String = rest
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                names.push(name);
+    /// Where a template imports the user's kind, or names it as a Rust type outside a path
+    /// (`{{ kind }}`, `{{ kind }}Spec` not right after `::`), in code rather than in comments
+    /// or strings.
+    fn bare_uses(source: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        for line in source.lines() {
+            let code = line.split("//").next().unwrap_or_default();
+            let import = code.trim_start().starts_with("use ") || code.contains(" use ");
+            if import && code.contains("{{ kind }}") {
+                found.push(line.trim().to_owned());
                 continue;
             }
-            if statement.is_empty() && !(line.starts_with("use ") || line.starts_with("type ")) {
-                continue;
-            }
-            statement.push_str(line);
-            statement.push(' ');
-            if !line.ends_with(';') {
-                continue;
-            }
-            let text = std::mem::take(&mut statement);
-            if let Some(alias) = text.strip_prefix("type ") {
-                names.push(
-                    alias
-                        .split(['=', '<', ' '])
-                        .next()
-                        .unwrap_or_default()
-                        .to_owned(),
-                );
-                continue;
-            }
-            let items = match text.split_once('{') {
-                Some((_, list)) => list.trim_end_matches([';', ' ', '}']).to_owned(),
-                None => text
-                    .trim_end_matches([';', ' '])
-                    .rsplit("::")
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned(),
-            };
-            for item in items.split(',') {
-                let item = item.trim();
-                let name = item.rsplit(" as ").next().unwrap_or(item).trim();
-                let name = name.rsplit("::").next().unwrap_or(name);
-                names.push(name.to_owned());
+            let mut rest = code;
+            while let Some(at) = rest.find("{{ kind }}") {
+                let before = &rest[..at];
+                let in_string = before.matches('"').count() % 2 == 1;
+                if !before.ends_with("::") && !in_string {
+                    found.push(line.trim().to_owned());
+                }
+                rest = &rest[at + "{{ kind }}".len()..];
             }
         }
-        names.retain(|name| {
-            name.starts_with(|c: char| c.is_ascii_uppercase()) && !name.contains(['{', '}', '%'])
-        });
-        names
+        found
     }
 
     #[test]
-    fn every_type_the_controller_and_the_webhooks_import_is_in_the_scope_list() {
+    fn generated_code_names_the_kind_by_its_path_only() {
         let mut sources = crate::scaffold::sources("controller");
-        sources.extend(crate::scaffold::sources("webhook/"));
+        sources.extend(crate::scaffold::sources("webhook"));
         sources.extend(crate::scaffold::sources("insert/webhook-"));
+        sources.retain(|(path, _)| path.contains(".rs"));
         assert!(sources.len() >= 10, "{sources:?}");
-        let mut missing = Vec::new();
-        for (path, text) in &sources {
-            for name in imported_types(text) {
-                if !CONTROLLER_SCOPE.contains(&name.as_str()) {
-                    missing.push(format!("{name} (imported by {path})"));
-                }
-            }
-        }
+        let bare: Vec<String> = sources
+            .iter()
+            .flat_map(|(path, text)| {
+                bare_uses(text)
+                    .into_iter()
+                    .map(move |line| format!("{path}: {line}"))
+            })
+            .collect();
         assert!(
-            missing.is_empty(),
-            "add these to CONTROLLER_SCOPE, so that a kind named like them is aliased: {missing:?}"
+            bare.is_empty(),
+            "name the kind through its path (`::api::group::v1::Kind`), never by a bare import, so that no kind clashes with a name of the module: {bare:?}"
+        );
+    }
+
+    #[test]
+    fn a_bare_kind_is_found_and_a_path_is_not() {
+        let source = "use x::{{ kind }};\ntype A = ::x::{{ kind }};\n// {{ kind }} in a comment\nlet s = \"{{ kind }}\";\nfn f(o: {{ kind }}Spec) {}\n";
+        assert_eq!(
+            bare_uses(source),
+            ["use x::{{ kind }};", "fn f(o: {{ kind }}Spec) {}"]
         );
     }
 
@@ -1048,15 +961,6 @@ mod scope_tests {
         assert!(
             missing.is_empty(),
             "add these to DEPENDENCIES, so that no project is named like them: {missing:?}"
-        );
-    }
-
-    #[test]
-    fn imports_are_read_from_every_form_of_use() {
-        let source = "use a::B;\nuse c::{D, e, F as G};\nuse h::{\n    I,\n    J,\n};\nuse x::{{ kind }} as {{ kind_type }};\ntype Object = {{ kind_type }};\npub struct K;\nfn f() {}\n";
-        assert_eq!(
-            imported_types(source),
-            ["B", "D", "G", "I", "J", "Object", "K"]
         );
     }
 }
@@ -1261,7 +1165,6 @@ mod tests {
             (names.group_module.as_str(), names.group_dir.as_str()),
             ("r#type", "type")
         );
-        assert_eq!(names.kind_type, "ClientKind");
 
         let names = ResourceNames::new("", "v1", "Widget", None, "learn.com");
         assert_eq!(names.qualified_group, "learn.com");

@@ -1146,7 +1146,7 @@ fn a_kind_gets_a_second_controller_under_its_own_name() {
     // Its own field manager, finalizer and condition: the two never take each other's.
     assert!(backup.contains("pub const NAME: &str = \"crew-captain-backup\";"));
     assert!(backup.contains("pub const FINALIZER: &str = \"crew.learn.com/captain-backup\";"));
-    assert!(backup.contains("type_: \"CaptainBackupReady\".into(),"));
+    assert!(backup.contains("const CONDITION: &str = \"CaptainBackupReady\";"));
     let own = ws.read("operator/src/controllers/crew/captain.rs");
     assert!(own.contains("pub const FINALIZER: &str = \"crew.learn.com/finalizer\";"));
     let main = ws.read("operator/src/main.rs");

@@ -46,6 +46,20 @@ pub struct ControllerContext {
     pub watch_namespace: Option<String>,
 }
 
+impl ControllerContext {
+    /// The API of a namespaced kind as the controller should watch it: in the namespace of
+    /// `--watch-namespace` when one is given, in all namespaces otherwise.
+    pub fn api<K>(&self) -> kube::Api<K>
+    where
+        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+    {
+        match &self.watch_namespace {
+            Some(namespace) => kube::Api::namespaced(self.client.clone(), namespace),
+            None => kube::Api::all(self.client.clone()),
+        }
+    }
+}
+
 type StartFn = Box<dyn FnOnce(ControllerContext) -> BoxFuture<'static, anyhow::Result<()>> + Send>;
 
 /// A controller the manager starts: a name and an async function that runs until shutdown.

@@ -13,13 +13,16 @@
 //!   replica;
 //! - stops everything cleanly on SIGTERM, and exits with an error when leadership is lost.
 //!
-//! Controllers use [`backoff::Backoff`] for per-object retry delays, and [`controller`] to check
-//! their API before they start and to log what their `Controller::run` stream reports.
+//! A controller hands its `kube::runtime::Controller` and its `reconcile` to a
+//! [`controller::Runner`], which checks its API, reports readiness, times and counts reconciles,
+//! retries failures with a per-object [`backoff::Backoff`] and stops on shutdown; [`conditions`]
+//! keeps status conditions as apimachinery does.
 //!
 //! Every request this crate makes to the API server has a timeout.
 
 pub mod args;
 pub mod backoff;
+pub mod conditions;
 pub mod controller;
 pub mod health;
 pub mod leader;
@@ -32,6 +35,7 @@ pub mod webhook;
 
 pub use args::{BindAddress, LogFormat, ManagerArgs};
 pub use backoff::Backoff;
+pub use controller::Runner;
 pub use manager::{ControllerContext, Manager, Registration};
 pub use metrics::Metrics;
 pub use webhook::Webhooks;

@@ -12,28 +12,22 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1 as appsv1;
 use k8s_openapi::api::core::v1 as corev1;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::finalizer::{self, finalizer};
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 
-use memcached_operator_api::example_com::v1alpha1::memcached::Memcached;
-use memcached_operator_api::example_com::v1alpha1::memcached::MemcachedStatus;
-
-use rsbuilder_runtime::controller::{check_api, report};
-use rsbuilder_runtime::{Backoff, ControllerContext, Metrics, Registration};
+use rsbuilder_runtime::conditions::{self, Change};
+use rsbuilder_runtime::controller::{Runner, apply_status, recorder};
+use rsbuilder_runtime::{ControllerContext, Registration};
 
 /// The kind this controller reconciles.
-type Object = Memcached;
-/// Its status.
-type Status = MemcachedStatus;
+type Object = ::memcached_operator_api::example_com::v1alpha1::memcached::Memcached;
 
 /// The controller's name: it labels its metrics and logs, and is its field manager.
 pub const NAME: &str = "example.com-memcached";
@@ -59,10 +53,6 @@ pub const CONTAINER: &str = "memcached";
 const RESYNC: Duration = Duration::from_secs(300);
 /// How soon a Memcached whose Deployment is not available yet is looked at again.
 const WAIT: Duration = Duration::from_secs(10);
-/// The first retry after a failure; each further failure doubles it, up to [`MAX_BACKOFF`].
-const BASE_BACKOFF: Duration = Duration::from_millis(500);
-/// The longest wait between retries.
-const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
 // The permissions this controller needs; `rsbuilder generate` writes them to
 // config/rbac/role.yaml. Add a marker for every other resource it reads or writes.
@@ -89,24 +79,14 @@ pub struct Context {
     pub client: Client,
     /// Publishes Kubernetes events about Memcacheds.
     pub recorder: Recorder,
-    /// The manager's metrics.
-    pub metrics: Arc<Metrics>,
-    /// Retry delays of failed Memcacheds.
-    backoff: Backoff<Object>,
 }
 
 impl Context {
     /// The context of a controller that talks through `client`.
-    pub fn new(client: Client, metrics: Arc<Metrics>) -> Self {
-        let reporter = Reporter {
-            controller: NAME.into(),
-            instance: std::env::var("POD_NAME").ok(),
-        };
+    pub fn new(client: Client) -> Self {
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
+            recorder: recorder(client.clone(), NAME),
             client,
-            metrics,
-            backoff: Backoff::new(BASE_BACKOFF, MAX_BACKOFF),
         }
     }
 }
@@ -116,34 +96,18 @@ pub fn registration() -> Registration {
     Registration::new(NAME, run)
 }
 
-/// Runs the controller until the manager stops it.
+/// Runs the controller until the manager stops it; a change to a Deployment it owns
+/// reconciles its Memcached. The runner checks the CRD is installed, reports readiness,
+/// counts reconciles and retries failures with a growing backoff.
 pub async fn run(ctx: ControllerContext) -> anyhow::Result<()> {
-    let (api, deployments): (Api<Object>, Api<appsv1::Deployment>) = match &ctx.watch_namespace {
-        Some(namespace) => (
-            Api::namespaced(ctx.client.clone(), namespace),
-            Api::namespaced(ctx.client.clone(), namespace),
-        ),
-        None => (Api::all(ctx.client.clone()), Api::all(ctx.client.clone())),
-    };
-    check_api(&api).await?;
-
-    let controller = Controller::new(api, watcher::Config::default().any_semantic())
-        .owns(deployments, watcher::Config::default().any_semantic());
-    let store = controller.store();
-    let ready = ctx.ready.clone();
-    tokio::spawn(async move {
-        if store.wait_until_ready().await.is_ok() {
-            ready.ready();
-        }
-    });
-
-    let context = Arc::new(Context::new(ctx.client.clone(), ctx.metrics.clone()));
-    controller
-        .graceful_shutdown_on(ctx.shutdown.clone().cancelled_owned())
-        .run(reconcile, error_policy, context)
-        .for_each(|result| async move { report(NAME, &result) })
-        .await;
-    Ok(())
+    let context = Arc::new(Context::new(ctx.client.clone()));
+    let deployments: Api<appsv1::Deployment> = ctx.api();
+    Runner::new(NAME, ctx.api::<Object>())
+        .configure(|controller| {
+            controller.owns(deployments, watcher::Config::default().any_semantic())
+        })
+        .run(ctx, reconcile, context)
+        .await
 }
 
 /// The labels of the pods of `object`, which select them: the Memcached's identity only. A
@@ -315,26 +279,16 @@ pub fn observe(deployment: &appsv1::Deployment, replicas: i32) -> [Observed; 3] 
 
 /// Makes the cluster match one Memcached object; behind a finalizer, so that deletion runs [`cleanup`].
 pub async fn reconcile(object: Arc<Object>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let _timer = ctx.metrics.reconcile.start(NAME);
     let namespace = object.namespace().unwrap_or_default();
     let api: Api<Object> = Api::namespaced(ctx.client.clone(), &namespace);
-    let key = ObjectRef::from_obj(&*object);
-    let result = finalizer(&api, FINALIZER, object, |event| async {
+    finalizer(&api, FINALIZER, object, |event| async {
         match event {
             finalizer::Event::Apply(object) => apply(&object, &api, &ctx).await,
             finalizer::Event::Cleanup(object) => cleanup(&object, &ctx).await,
         }
     })
     .await
-    .map_err(|error| Error::Finalizer(Box::new(error)));
-    match &result {
-        Ok(_) => {
-            ctx.metrics.reconcile.success(NAME);
-            ctx.backoff.succeeded(&key);
-        }
-        Err(_) => ctx.metrics.reconcile.error(NAME),
-    }
-    result
+    .map_err(|error| Error::Finalizer(Box::new(error)))
 }
 
 /// Applies the Deployment, then reports its state.
@@ -353,63 +307,43 @@ async fn apply(object: &Object, api: &Api<Object>, ctx: &Context) -> Result<Acti
     let replicas = object.spec.size.unwrap_or(1);
     let observed = observe(&applied, replicas);
     let generation = object.metadata.generation;
+    let deployed = applied.status.clone().unwrap_or_default();
+    let ready_replicas = deployed.ready_replicas.unwrap_or(0);
+    let available_replicas = deployed.available_replicas.unwrap_or(0);
+
+    // The fields this controller owns, set on a copy of the current status.
     let current = object.status.clone().unwrap_or_default();
-    let now = metav1::Time(k8s_openapi::jiff::Timestamp::now());
-    let mut conditions = Vec::new();
+    let mut status = current.clone();
     let mut transitions = Vec::new();
     for observation in &observed {
-        let previous = current
-            .conditions
-            .iter()
-            .find(|c| c.type_ == observation.type_);
-        let transitioned = previous.is_none_or(|c| c.status != observation.status);
-        if transitioned {
+        let condition = conditions::new(
+            observation.type_,
+            observation.status,
+            observation.reason,
+            observation.message.clone(),
+            generation,
+        );
+        if conditions::set(&mut status.conditions, condition) == Change::Transitioned {
             transitions.push(observation.clone());
         }
-        conditions.push(metav1::Condition {
-            type_: observation.type_.into(),
-            status: observation.status.into(),
-            reason: observation.reason.into(),
-            message: observation.message.clone(),
-            observed_generation: generation,
-            // Keep the transition time while the status stays, so that an unchanged status
-            // patches to nothing and does not trigger another reconcile.
-            last_transition_time: match previous {
-                Some(condition) if !transitioned => condition.last_transition_time.clone(),
-                _ => now.clone(),
-            },
-        });
-    }
-    let status_of = |deployment: &appsv1::Deployment| deployment.status.clone().unwrap_or_default();
-    let ready_replicas = status_of(&applied).ready_replicas.unwrap_or(0);
-    let available_replicas = status_of(&applied).available_replicas.unwrap_or(0);
-
-    // The fields this controller owns, set on a copy of the current status: the others stay as
-    // they are, whoever sets them.
-    let mut status: Status = current.clone();
-    for condition in &conditions {
-        set_condition(&mut status.conditions, condition.clone());
     }
     status.observed_generation = generation;
     status.ready_replicas = Some(ready_replicas);
     status.available_replicas = Some(available_replicas);
     if status != current {
-        let patch = serde_json::json!({
-            "apiVersion": Object::api_version(&()),
-            "kind": Object::kind(&()),
-            "status": {
-                "conditions": conditions,
-                "observedGeneration": generation,
-                "readyReplicas": ready_replicas,
-                "availableReplicas": available_replicas,
-            },
+        // Server-side apply of the owned fields alone: this field manager owns these
+        // conditions, `observedGeneration` and the replica counts, and nothing else.
+        let owned: Vec<&metav1::Condition> = observed
+            .iter()
+            .filter_map(|observation| conditions::find(&status.conditions, observation.type_))
+            .collect();
+        let owned = serde_json::json!({
+            "conditions": owned,
+            "observedGeneration": generation,
+            "readyReplicas": ready_replicas,
+            "availableReplicas": available_replicas,
         });
-        api.patch_status(
-            &object.name_any(),
-            &PatchParams::apply(NAME).force(),
-            &Patch::Apply(&patch),
-        )
-        .await?;
+        apply_status(api, &object.name_any(), NAME, owned).await?;
     }
     // An event when the application becomes available or not, or degraded or not; rollouts
     // come and go too often to be worth one.
@@ -457,20 +391,4 @@ async fn cleanup(object: &Object, ctx: &Context) -> Result<Action, Error> {
         )
         .await?;
     Ok(Action::await_change())
-}
-
-/// Puts `condition` in place of the one of its type, or adds it.
-fn set_condition(conditions: &mut Vec<metav1::Condition>, condition: metav1::Condition) {
-    match conditions.iter_mut().find(|c| c.type_ == condition.type_) {
-        Some(existing) => *existing = condition,
-        None => conditions.push(condition),
-    }
-}
-
-/// Decides when a failed object is retried: after [`BASE_BACKOFF`], doubled for every
-/// consecutive failure, at most [`MAX_BACKOFF`].
-pub fn error_policy(object: Arc<Object>, error: &Error, ctx: Arc<Context>) -> Action {
-    let delay = ctx.backoff.failed(&object);
-    tracing::warn!(object = %object.name_any(), ?delay, "reconcile failed: {error}");
-    Action::requeue(delay)
 }

@@ -14,26 +14,23 @@ use serde_json::{Value, json};
 use memcached_operator::controllers::example_com::memcached::COMMAND;
 use memcached_operator::controllers::example_com::memcached::Context;
 use memcached_operator::controllers::example_com::memcached::DEFAULT_IMAGE;
-use memcached_operator::controllers::example_com::memcached::Error;
 use memcached_operator::controllers::example_com::memcached::FINALIZER;
 use memcached_operator::controllers::example_com::memcached::NAME;
 use memcached_operator::controllers::example_com::memcached::RUN_AS_USER;
 use memcached_operator::controllers::example_com::memcached::deployment;
-use memcached_operator::controllers::example_com::memcached::error_policy;
 use memcached_operator::controllers::example_com::memcached::observe;
 use memcached_operator::controllers::example_com::memcached::reconcile;
-use memcached_operator_api::example_com::v1alpha1::memcached::Memcached;
 
 use crate::support::{ApiServer, expect, expect_no_more, mocked_client, within};
 
-type Object = Memcached;
+type Object = ::memcached_operator_api::example_com::v1alpha1::memcached::Memcached;
 
 /// A transition time in the past, for conditions that are already set.
 const EARLIER: &str = "2026-01-01T00:00:00Z";
 
 fn context() -> (Arc<Context>, ApiServer) {
     let (client, server) = mocked_client();
-    (Arc::new(Context::new(client, Arc::default())), server)
+    (Arc::new(Context::new(client)), server)
 }
 
 /// The test object with `spec`, at `generation`, with `finalizers`.
@@ -379,18 +376,4 @@ async fn a_deleted_resource_is_cleaned_up_then_released() {
         Action::await_change()
     );
     expect_no_more(server).await;
-}
-
-#[tokio::test]
-async fn failures_are_retried_with_a_growing_backoff() {
-    let (ctx, _server) = context();
-    let object = Arc::new(object(json!({}), &[FINALIZER], 1));
-    let error = Error::Kube(kube::Error::Service("the API server is down".into()));
-    let delays: Vec<Action> = (0..3)
-        .map(|_| error_policy(object.clone(), &error, ctx.clone()))
-        .collect();
-    assert_eq!(
-        delays,
-        [500, 1000, 2000].map(|ms| Action::requeue(Duration::from_millis(ms)))
-    );
 }

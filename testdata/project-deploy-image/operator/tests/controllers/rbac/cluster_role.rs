@@ -6,8 +6,6 @@ use std::time::Duration;
 use kube::runtime::controller::Action;
 
 use memcached_operator::controllers::rbac::cluster_role::Context;
-use memcached_operator::controllers::rbac::cluster_role::Error;
-use memcached_operator::controllers::rbac::cluster_role::error_policy;
 use memcached_operator::controllers::rbac::cluster_role::reconcile;
 
 use crate::support::{ApiServer, expect_no_more, mocked_client, within};
@@ -16,7 +14,7 @@ type Object = k8s_openapi::api::rbac::v1::ClusterRole;
 
 fn context() -> (Arc<Context>, ApiServer) {
     let (client, server) = mocked_client();
-    (Arc::new(Context::new(client, Arc::default())), server)
+    (Arc::new(Context::new(client)), server)
 }
 
 fn object() -> Object {
@@ -32,18 +30,4 @@ async fn an_object_is_reconciled_without_writing_to_it() {
     assert_eq!(action, Action::requeue(Duration::from_secs(300)));
     // No status, no finalizer: the object is not this controller's.
     expect_no_more(server).await;
-}
-
-#[tokio::test]
-async fn failures_are_retried_with_a_growing_backoff() {
-    let (ctx, _server) = context();
-    let object = Arc::new(object());
-    let error = Error::Kube(kube::Error::Service("the API server is down".into()));
-    let delays: Vec<Action> = (0..3)
-        .map(|_| error_policy(object.clone(), &error, ctx.clone()))
-        .collect();
-    assert_eq!(
-        delays,
-        [500, 1000, 2000].map(|ms| Action::requeue(Duration::from_millis(ms)))
-    );
 }

@@ -10,28 +10,24 @@ use kube::Resource;
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 
+use ::names_operator_api::ops::v1::defaulter as types;
 use names_operator::controllers::ops::defaulter::Context;
-use names_operator::controllers::ops::defaulter::Error;
 use names_operator::controllers::ops::defaulter::FINALIZER;
 use names_operator::controllers::ops::defaulter::NAME;
-use names_operator::controllers::ops::defaulter::error_policy;
 use names_operator::controllers::ops::defaulter::reconcile;
-use names_operator_api::ops::v1::defaulter::Defaulter as DefaulterKind;
-use names_operator_api::ops::v1::defaulter::DefaulterSpec;
-use names_operator_api::ops::v1::defaulter::DefaulterStatus;
 
 use crate::support::{ApiServer, expect, expect_no_more, mocked_client, within};
 
-type Object = DefaulterKind;
-type Spec = DefaulterSpec;
-type Status = DefaulterStatus;
+type Object = types::Defaulter;
+type Spec = types::DefaulterSpec;
+type Status = types::DefaulterStatus;
 
 /// A transition time in the past, for conditions that are already set.
 const EARLIER: &str = "2026-01-01T00:00:00Z";
 
 fn context() -> (Arc<Context>, ApiServer) {
     let (client, server) = mocked_client();
-    (Arc::new(Context::new(client, Arc::default())), server)
+    (Arc::new(Context::new(client)), server)
 }
 
 /// The test object at `generation`, with `finalizers`.
@@ -223,19 +219,4 @@ async fn a_deleted_resource_is_cleaned_up_then_released() {
         Action::await_change()
     );
     expect_no_more(server).await;
-}
-
-#[tokio::test]
-async fn failures_are_retried_with_a_growing_backoff() {
-    let (ctx, _server) = context();
-    let object = Arc::new(object(&[FINALIZER], 1));
-    let error = kube::Error::Service("the API server is down".into());
-    let error = Error::Kube(error);
-    let delays: Vec<Action> = (0..4)
-        .map(|_| error_policy(object.clone(), &error, ctx.clone()))
-        .collect();
-    assert_eq!(
-        delays,
-        [500, 1000, 2000, 4000].map(|ms| Action::requeue(Duration::from_millis(ms)))
-    );
 }

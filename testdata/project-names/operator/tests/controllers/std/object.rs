@@ -10,28 +10,24 @@ use kube::Resource;
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 
+use ::names_operator_api::std::v1::object as types;
 use names_operator::controllers::std::object::Context;
-use names_operator::controllers::std::object::Error;
 use names_operator::controllers::std::object::FINALIZER;
 use names_operator::controllers::std::object::NAME;
-use names_operator::controllers::std::object::error_policy;
 use names_operator::controllers::std::object::reconcile;
-use names_operator_api::std::v1::object::Object as ObjectKind;
-use names_operator_api::std::v1::object::ObjectSpec;
-use names_operator_api::std::v1::object::ObjectStatus;
 
 use crate::support::{ApiServer, expect, expect_no_more, mocked_client, within};
 
-type Object = ObjectKind;
-type Spec = ObjectSpec;
-type Status = ObjectStatus;
+type Object = types::Object;
+type Spec = types::ObjectSpec;
+type Status = types::ObjectStatus;
 
 /// A transition time in the past, for conditions that are already set.
 const EARLIER: &str = "2026-01-01T00:00:00Z";
 
 fn context() -> (Arc<Context>, ApiServer) {
     let (client, server) = mocked_client();
-    (Arc::new(Context::new(client, Arc::default())), server)
+    (Arc::new(Context::new(client)), server)
 }
 
 /// The test object at `generation`, with `finalizers`.
@@ -223,19 +219,4 @@ async fn a_deleted_resource_is_cleaned_up_then_released() {
         Action::await_change()
     );
     expect_no_more(server).await;
-}
-
-#[tokio::test]
-async fn failures_are_retried_with_a_growing_backoff() {
-    let (ctx, _server) = context();
-    let object = Arc::new(object(&[FINALIZER], 1));
-    let error = kube::Error::Service("the API server is down".into());
-    let error = Error::Kube(error);
-    let delays: Vec<Action> = (0..4)
-        .map(|_| error_policy(object.clone(), &error, ctx.clone()))
-        .collect();
-    assert_eq!(
-        delays,
-        [500, 1000, 2000, 4000].map(|ms| Action::requeue(Duration::from_millis(ms)))
-    );
 }

@@ -10,28 +10,24 @@ use kube::Resource;
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 
+use ::otp_operator_api::fleet::v1beta1::client as types;
 use otp_operator::controllers::fleet::client::Context;
-use otp_operator::controllers::fleet::client::Error;
 use otp_operator::controllers::fleet::client::FINALIZER;
 use otp_operator::controllers::fleet::client::NAME;
-use otp_operator::controllers::fleet::client::error_policy;
 use otp_operator::controllers::fleet::client::reconcile;
-use otp_operator_api::fleet::v1beta1::client::Client as ClientKind;
-use otp_operator_api::fleet::v1beta1::client::ClientSpec;
-use otp_operator_api::fleet::v1beta1::client::ClientStatus;
 
 use crate::support::{ApiServer, expect, expect_no_more, mocked_client, within};
 
-type Object = ClientKind;
-type Spec = ClientSpec;
-type Status = ClientStatus;
+type Object = types::Client;
+type Spec = types::ClientSpec;
+type Status = types::ClientStatus;
 
 /// A transition time in the past, for conditions that are already set.
 const EARLIER: &str = "2026-01-01T00:00:00Z";
 
 fn context() -> (Arc<Context>, ApiServer) {
     let (client, server) = mocked_client();
-    (Arc::new(Context::new(client, Arc::default())), server)
+    (Arc::new(Context::new(client)), server)
 }
 
 /// The test object at `generation`, with `finalizers`.
@@ -222,19 +218,4 @@ async fn a_deleted_resource_is_cleaned_up_then_released() {
         Action::await_change()
     );
     expect_no_more(server).await;
-}
-
-#[tokio::test]
-async fn failures_are_retried_with_a_growing_backoff() {
-    let (ctx, _server) = context();
-    let object = Arc::new(object(&[FINALIZER], 1));
-    let error = kube::Error::Service("the API server is down".into());
-    let error = Error::Kube(error);
-    let delays: Vec<Action> = (0..4)
-        .map(|_| error_policy(object.clone(), &error, ctx.clone()))
-        .collect();
-    assert_eq!(
-        delays,
-        [500, 1000, 2000, 4000].map(|ms| Action::requeue(Duration::from_millis(ms)))
-    );
 }

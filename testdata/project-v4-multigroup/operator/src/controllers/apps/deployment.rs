@@ -8,15 +8,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use kube::api::Api;
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 
-use rsbuilder_runtime::controller::{check_api, report};
-use rsbuilder_runtime::{Backoff, ControllerContext, Metrics, Registration};
+use rsbuilder_runtime::controller::Runner;
+use rsbuilder_runtime::{ControllerContext, Registration};
 
 /// The kind this controller reconciles.
 type Object = k8s_openapi::api::apps::v1::Deployment;
@@ -26,10 +24,6 @@ pub const NAME: &str = "apps-deployment";
 
 /// How often an object is reconciled again, to repair drift.
 const RESYNC: Duration = Duration::from_secs(300);
-/// The first retry after a failure; each further failure doubles it, up to [`MAX_BACKOFF`].
-const BASE_BACKOFF: Duration = Duration::from_millis(500);
-/// The longest wait between retries.
-const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
 // The permissions this controller needs; `rsbuilder generate` writes them to
 // config/rbac/role.yaml. Add the verbs your reconcile uses (`update`, `patch`, ...).
@@ -47,20 +41,12 @@ pub enum Error {
 pub struct Context {
     /// A client for the API server.
     pub client: Client,
-    /// The manager's metrics.
-    pub metrics: Arc<Metrics>,
-    /// Retry delays of failed objects.
-    backoff: Backoff<Object>,
 }
 
 impl Context {
     /// The context of a controller that talks through `client`.
-    pub fn new(client: Client, metrics: Arc<Metrics>) -> Self {
-        Self {
-            client,
-            metrics,
-            backoff: Backoff::new(BASE_BACKOFF, MAX_BACKOFF),
-        }
+    pub fn new(client: Client) -> Self {
+        Self { client }
     }
 }
 
@@ -69,55 +55,28 @@ pub fn registration() -> Registration {
     Registration::new(NAME, run)
 }
 
-/// Runs the controller until the manager stops it.
+/// Runs the controller until the manager stops it. The runner checks the API is served,
+/// reports readiness, counts reconciles and retries failures with a growing backoff.
 pub async fn run(ctx: ControllerContext) -> anyhow::Result<()> {
-    let api: Api<Object> = match &ctx.watch_namespace {
-        Some(namespace) => Api::namespaced(ctx.client.clone(), namespace),
-        None => Api::all(ctx.client.clone()),
-    };
-
-    check_api(&api).await?;
-
+    let context = Arc::new(Context::new(ctx.client.clone()));
+    let api: Api<Object> = ctx.api();
     // TODO(user): Watch fewer objects with a label or field selector
     // (`watcher::Config::default().labels("app=web")`): every one of them is cached.
-    let controller = Controller::new(api, watcher::Config::default().any_semantic());
-    let store = controller.store();
-    let ready = ctx.ready.clone();
-    tokio::spawn(async move {
-        if store.wait_until_ready().await.is_ok() {
-            ready.ready();
-        }
-    });
-
-    let context = Arc::new(Context::new(ctx.client.clone(), ctx.metrics.clone()));
-    controller
-        .graceful_shutdown_on(ctx.shutdown.clone().cancelled_owned())
-        .run(reconcile, error_policy, context)
-        .for_each(|result| async move { report(NAME, &result) })
-        .await;
-    Ok(())
+    Runner::new(NAME, api)
+        .watcher(watcher::Config::default().any_semantic())
+        .run(ctx, reconcile, context)
+        .await
 }
 
 /// Reacts to one Deployment.
-pub async fn reconcile(object: Arc<Object>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let _timer = ctx.metrics.reconcile.start(NAME);
+pub async fn reconcile(object: Arc<Object>, _ctx: Arc<Context>) -> Result<Action, Error> {
     // TODO(user): Act on the object: read it, and create, update or delete what it needs
-    // through `ctx.client`, with `PatchParams::apply(NAME)`. Objects you create for it can carry
-    // `object.controller_owner_ref(&())`, so that they go when it goes.
+    // through the context's client, with `PatchParams::apply(NAME)`. Objects you create for it
+    // can carry `object.controller_owner_ref(&())`, so that they go when it goes.
     tracing::info!(
         name = %object.name_any(),
         namespace = object.namespace().as_deref().unwrap_or_default(),
         "reconciling"
     );
-    ctx.metrics.reconcile.success(NAME);
-    ctx.backoff.succeeded(&ObjectRef::from_obj(&*object));
     Ok(Action::requeue(RESYNC))
-}
-
-/// Decides when a failed object is retried: after [`BASE_BACKOFF`], doubled for every
-/// consecutive failure, at most [`MAX_BACKOFF`].
-pub fn error_policy(object: Arc<Object>, error: &Error, ctx: Arc<Context>) -> Action {
-    let delay = ctx.backoff.failed(&object);
-    tracing::warn!(object = %object.name_any(), ?delay, "reconcile failed: {error}");
-    Action::requeue(delay)
 }

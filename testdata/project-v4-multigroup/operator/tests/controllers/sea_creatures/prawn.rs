@@ -10,28 +10,24 @@ use kube::Resource;
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 
+use ::project_v4_multigroup_api::sea_creatures::v1::prawn as types;
 use project_v4_multigroup::controllers::sea_creatures::prawn::Context;
-use project_v4_multigroup::controllers::sea_creatures::prawn::Error;
 use project_v4_multigroup::controllers::sea_creatures::prawn::FINALIZER;
 use project_v4_multigroup::controllers::sea_creatures::prawn::NAME;
-use project_v4_multigroup::controllers::sea_creatures::prawn::error_policy;
 use project_v4_multigroup::controllers::sea_creatures::prawn::reconcile;
-use project_v4_multigroup_api::sea_creatures::v1::prawn::Prawn;
-use project_v4_multigroup_api::sea_creatures::v1::prawn::PrawnSpec;
-use project_v4_multigroup_api::sea_creatures::v1::prawn::PrawnStatus;
 
 use crate::support::{ApiServer, expect, expect_no_more, mocked_client, within};
 
-type Object = Prawn;
-type Spec = PrawnSpec;
-type Status = PrawnStatus;
+type Object = types::Prawn;
+type Spec = types::PrawnSpec;
+type Status = types::PrawnStatus;
 
 /// A transition time in the past, for conditions that are already set.
 const EARLIER: &str = "2026-01-01T00:00:00Z";
 
 fn context() -> (Arc<Context>, ApiServer) {
     let (client, server) = mocked_client();
-    (Arc::new(Context::new(client, Arc::default())), server)
+    (Arc::new(Context::new(client)), server)
 }
 
 /// The test object at `generation`, with `finalizers`.
@@ -223,19 +219,4 @@ async fn a_deleted_resource_is_cleaned_up_then_released() {
         Action::await_change()
     );
     expect_no_more(server).await;
-}
-
-#[tokio::test]
-async fn failures_are_retried_with_a_growing_backoff() {
-    let (ctx, _server) = context();
-    let object = Arc::new(object(&[FINALIZER], 1));
-    let error = kube::Error::Service("the API server is down".into());
-    let error = Error::Kube(error);
-    let delays: Vec<Action> = (0..4)
-        .map(|_| error_policy(object.clone(), &error, ctx.clone()))
-        .collect();
-    assert_eq!(
-        delays,
-        [500, 1000, 2000, 4000].map(|ms| Action::requeue(Duration::from_millis(ms)))
-    );
 }

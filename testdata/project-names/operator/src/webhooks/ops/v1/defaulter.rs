@@ -6,12 +6,10 @@
 //! `config/webhook/manifests.yaml` when you run `make manifests`; keep its `path` equal to the
 //! path the handler is registered under.
 
-use names_operator_api::ops::v1::Defaulter as DefaulterKind;
-
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.
-type Object = DefaulterKind;
+type Object = ::names_operator_api::ops::v1::Defaulter;
 
 /// Where the API server sends Defaulters to be defaulted.
 pub const DEFAULTING_PATH: &str = "/mutate-ops-example-com-v1-defaulter";
@@ -71,7 +69,8 @@ mod tests {
     //! The webhooks through the HTTP layer, with the reviews the API server sends.
 
     use super::*;
-    use names_operator_api::ops::v1::defaulter::DefaulterSpec as Spec;
+
+    type Spec = ::names_operator_api::ops::v1::defaulter::DefaulterSpec;
 
     /// Every webhook of this module.
     fn webhooks() -> Webhooks {

@@ -6,12 +6,10 @@
 //! `config/webhook/manifests.yaml` when you run `make manifests`; keep its `path` equal to the
 //! path the handler is registered under.
 
-use ns_operator_api::ship::v1::Captain;
-
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.
-type Object = Captain;
+type Object = ::ns_operator_api::ship::v1::Captain;
 
 /// Where the API server sends Captains to be defaulted.
 pub const DEFAULTING_PATH: &str = "/mutate-ship-example-org-v1-captain";
@@ -42,7 +40,8 @@ mod tests {
     //! The webhooks through the HTTP layer, with the reviews the API server sends.
 
     use super::*;
-    use ns_operator_api::ship::v1::captain::CaptainSpec as Spec;
+
+    type Spec = ::ns_operator_api::ship::v1::captain::CaptainSpec;
 
     /// Every webhook of this module.
     fn webhooks() -> Webhooks {

@@ -6,12 +6,10 @@
 //! `config/webhook/manifests.yaml` when you run `make manifests`; keep its `path` equal to the
 //! path the handler is registered under.
 
-use otp_operator_api::appotp::v1::AppOTP;
-
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.
-type Object = AppOTP;
+type Object = ::otp_operator_api::appotp::v1::AppOTP;
 
 /// Where the API server sends AppOTPs to be defaulted.
 pub const DEFAULTING_PATH: &str = "/mutate-appotp-learn-com-v1-appotp";
@@ -75,7 +73,7 @@ pub mod v2 {
     use rsbuilder_runtime::webhook;
 
     type Hub = super::Object;
-    type Spoke = otp_operator_api::appotp::v2::AppOTP;
+    type Spoke = ::otp_operator_api::appotp::v2::AppOTP;
 
     /// AppOTP v2 to v1.
     pub fn to_hub(spoke: Spoke) -> anyhow::Result<Hub> {
@@ -112,7 +110,8 @@ mod tests {
     //! The webhooks through the HTTP layer, with the reviews the API server sends.
 
     use super::*;
-    use otp_operator_api::appotp::v1::app_otp::AppOTPSpec as Spec;
+
+    type Spec = ::otp_operator_api::appotp::v1::app_otp::AppOTPSpec;
 
     /// Every webhook of this module.
     fn webhooks() -> Webhooks {

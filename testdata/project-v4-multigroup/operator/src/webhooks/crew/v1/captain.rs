@@ -6,12 +6,10 @@
 //! `config/webhook/manifests.yaml` when you run `make manifests`; keep its `path` equal to the
 //! path the handler is registered under.
 
-use project_v4_multigroup_api::crew::v1::Captain;
-
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.
-type Object = Captain;
+type Object = ::project_v4_multigroup_api::crew::v1::Captain;
 
 /// Where the API server sends Captains to be defaulted.
 pub const DEFAULTING_PATH: &str = "/mutate-crew-testproject-org-v1-captain";
@@ -71,7 +69,8 @@ mod tests {
     //! The webhooks through the HTTP layer, with the reviews the API server sends.
 
     use super::*;
-    use project_v4_multigroup_api::crew::v1::captain::CaptainSpec as Spec;
+
+    type Spec = ::project_v4_multigroup_api::crew::v1::captain::CaptainSpec;
 
     /// Every webhook of this module.
     fn webhooks() -> Webhooks {

@@ -6,12 +6,10 @@
 //! `config/webhook/manifests.yaml` when you run `make manifests`; keep its `path` equal to the
 //! path the handler is registered under.
 
-use project_v4_multigroup_api::example_com::v1alpha1::Memcached;
-
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.
-type Object = Memcached;
+type Object = ::project_v4_multigroup_api::example_com::v1alpha1::Memcached;
 
 /// Where the API server sends Memcacheds to be validated.
 pub const VALIDATION_PATH: &str = "/validate-example-com-testproject-org-v1alpha1-memcached";
@@ -54,7 +52,8 @@ mod tests {
     //! The webhooks through the HTTP layer, with the reviews the API server sends.
 
     use super::*;
-    use project_v4_multigroup_api::example_com::v1alpha1::memcached::MemcachedSpec as Spec;
+
+    type Spec = ::project_v4_multigroup_api::example_com::v1alpha1::memcached::MemcachedSpec;
 
     /// Every webhook of this module.
     fn webhooks() -> Webhooks {

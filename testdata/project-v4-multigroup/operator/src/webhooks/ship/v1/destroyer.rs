@@ -6,12 +6,10 @@
 //! `config/webhook/manifests.yaml` when you run `make manifests`; keep its `path` equal to the
 //! path the handler is registered under.
 
-use project_v4_multigroup_api::ship::v1::Destroyer;
-
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.
-type Object = Destroyer;
+type Object = ::project_v4_multigroup_api::ship::v1::Destroyer;
 
 /// Where the API server sends Destroyers to be defaulted.
 pub const DEFAULTING_PATH: &str = "/mutate-ship-testproject-org-v1-destroyer";
@@ -42,7 +40,8 @@ mod tests {
     //! The webhooks through the HTTP layer, with the reviews the API server sends.
 
     use super::*;
-    use project_v4_multigroup_api::ship::v1::destroyer::DestroyerSpec as Spec;
+
+    type Spec = ::project_v4_multigroup_api::ship::v1::destroyer::DestroyerSpec;
 
     /// Every webhook of this module.
     fn webhooks() -> Webhooks {

@@ -6,12 +6,10 @@
 //! `config/webhook/manifests.yaml` when you run `make manifests`; keep its `path` equal to the
 //! path the handler is registered under.
 
-use project_v4_multigroup_api::ship::v2alpha1::Cruiser;
-
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.
-type Object = Cruiser;
+type Object = ::project_v4_multigroup_api::ship::v2alpha1::Cruiser;
 
 /// Where the API server sends Cruisers to be validated.
 pub const VALIDATION_PATH: &str = "/validate-ship-testproject-org-v2alpha1-cruiser";
@@ -54,7 +52,8 @@ mod tests {
     //! The webhooks through the HTTP layer, with the reviews the API server sends.
 
     use super::*;
-    use project_v4_multigroup_api::ship::v2alpha1::cruiser::CruiserSpec as Spec;
+
+    type Spec = ::project_v4_multigroup_api::ship::v2alpha1::cruiser::CruiserSpec;
 
     /// Every webhook of this module.
     fn webhooks() -> Webhooks {

@@ -6,12 +6,10 @@
 //! `config/webhook/manifests.yaml` when you run `make manifests`; keep its `path` equal to the
 //! path the handler is registered under.
 
-use project_v4_with_plugins_api::example_com::v1::Wordpress;
-
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.
-type Object = Wordpress;
+type Object = ::project_v4_with_plugins_api::example_com::v1::Wordpress;
 
 /// Converts Wordpress between its versions through this one, the hub: the storage version.
 /// The API server posts ConversionReviews to `/convert` (the CRD's `spec.conversion`, set by
@@ -31,7 +29,7 @@ pub mod v2 {
     use rsbuilder_runtime::webhook;
 
     type Hub = super::Object;
-    type Spoke = project_v4_with_plugins_api::example_com::v2::Wordpress;
+    type Spoke = ::project_v4_with_plugins_api::example_com::v2::Wordpress;
 
     /// Wordpress v2 to v1.
     pub fn to_hub(spoke: Spoke) -> anyhow::Result<Hub> {
@@ -66,7 +64,8 @@ mod tests {
     //! The webhooks through the HTTP layer, with the reviews the API server sends.
 
     use super::*;
-    use project_v4_with_plugins_api::example_com::v1::wordpress::WordpressSpec as Spec;
+
+    type Spec = ::project_v4_with_plugins_api::example_com::v1::wordpress::WordpressSpec;
 
     /// Every webhook of this module.
     fn webhooks() -> Webhooks {

@@ -6,12 +6,10 @@
 //! `config/webhook/manifests.yaml` when you run `make manifests`; keep its `path` equal to the
 //! path the handler is registered under.
 
-use myoperator_api::example::v1::Application;
-
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.
-type Object = Application;
+type Object = ::myoperator_api::example::v1::Application;
 
 /// Where the API server sends Applications to be defaulted.
 pub const DEFAULTING_PATH: &str = "/mutate-example-example-com-v1-application";
@@ -71,7 +69,8 @@ mod tests {
     //! The webhooks through the HTTP layer, with the reviews the API server sends.
 
     use super::*;
-    use myoperator_api::example::v1::application::ApplicationSpec as Spec;
+
+    type Spec = ::myoperator_api::example::v1::application::ApplicationSpec;
 
     /// Every webhook of this module.
     fn webhooks() -> Webhooks {

@@ -6,12 +6,10 @@
 //! `config/webhook/manifests.yaml` when you run `make manifests`; keep its `path` equal to the
 //! path the handler is registered under.
 
-use myoperator_api::example::v1::Cache;
-
 use rsbuilder_runtime::webhook::{self, Webhooks};
 
 /// The kind these webhooks admit.
-type Object = Cache;
+type Object = ::myoperator_api::example::v1::Cache;
 
 /// Where the API server sends Caches to be defaulted.
 pub const DEFAULTING_PATH: &str = "/default-cache";
@@ -76,7 +74,7 @@ pub mod v2 {
     use rsbuilder_runtime::webhook;
 
     type Hub = super::Object;
-    type Spoke = myoperator_api::example::v2::Cache;
+    type Spoke = ::myoperator_api::example::v2::Cache;
 
     /// Cache v2 to v1.
     pub fn to_hub(spoke: Spoke) -> anyhow::Result<Hub> {
@@ -105,7 +103,7 @@ pub mod v3 {
     use rsbuilder_runtime::webhook;
 
     type Hub = super::Object;
-    type Spoke = myoperator_api::example::v3::Cache;
+    type Spoke = ::myoperator_api::example::v3::Cache;
 
     /// Cache v3 to v1.
     pub fn to_hub(spoke: Spoke) -> anyhow::Result<Hub> {
@@ -142,7 +140,8 @@ mod tests {
     //! The webhooks through the HTTP layer, with the reviews the API server sends.
 
     use super::*;
-    use myoperator_api::example::v1::cache::CacheSpec as Spec;
+
+    type Spec = ::myoperator_api::example::v1::cache::CacheSpec;
 
     /// Every webhook of this module.
     fn webhooks() -> Webhooks {
