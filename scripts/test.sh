@@ -6,6 +6,10 @@
 #      cargo clippy --all-targets -D warnings and cargo test (both --locked: the generated
 #      Cargo.lock is complete), `rsbuilder generate --check` (the manifests rendered from
 #      templates equal what the compiled types give), and kubectl kustomize of its config/;
+#      It also runs each project's `make test-e2e-local`: its manager as a process against the
+#      emulated API server of hack/kube_emulator.py (kmock, from PyPI, in one virtualenv for
+#      all projects). Without Python or PyPI that tier is skipped, and said so, unless
+#      RSBUILDER_REQUIRE_E2E_LOCAL=1 (CI sets it).
 #   3. the user journeys (scripts/journeys.sh): a project whose types and samples are edited
 #      as users edit them, then built, linted, tested and regenerated.
 # rsbuilder and the golden projects share one cargo target directory (target/), so the kube
@@ -57,6 +61,22 @@ export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 work="$(mktemp -d -t rsbuilder-golden.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 
+# One virtualenv with the emulator's packages, at the versions the generated Makefile pins.
+e2e_venv="$work/e2e-venv"
+kmock_version="$(sed -n 's/^KMOCK_VERSION ?= //p' templates/init/Makefile.tera)"
+pyyaml_version="$(sed -n 's/^PYYAML_VERSION ?= //p' templates/init/Makefile.tera)"
+step "the emulated API server: kmock $kmock_version and PyYAML $pyyaml_version in a virtualenv"
+if python3 -m venv "$e2e_venv" \
+  && "$e2e_venv/bin/pip" install --quiet "kmock==$kmock_version" "pyyaml==$pyyaml_version"; then
+  e2e_local=1
+elif [[ "${RSBUILDER_REQUIRE_E2E_LOCAL:-0}" == 1 ]]; then
+  echo "error: the emulator's virtualenv could not be made, and RSBUILDER_REQUIRE_E2E_LOCAL=1" >&2
+  exit 1
+else
+  echo "note: no virtualenv with kmock: the golden projects' make test-e2e-local is skipped"
+  e2e_local=0
+fi
+
 passed=0
 failed=0
 failures=()
@@ -86,6 +106,10 @@ for golden in testdata/*/; do
     cargo test --quiet --locked
     echo "-- rsbuilder generate --check"
     "$rsbuilder" generate --check
+    if [[ "$4" == 1 ]]; then
+      echo "-- make test-e2e-local"
+      RUST_LOG=warn make --no-print-directory test-e2e-local E2E_VENV="$5"
+    fi
     if [[ -n "$kubectl_bin" ]]; then
       for dir in config/*/; do
         [[ -f "$dir/kustomization.yaml" ]] || continue
@@ -107,7 +131,7 @@ for golden in testdata/*/; do
         done
       fi
     fi
-  ' golden "$copy" "$rsbuilder" "$kubectl_bin"; then
+  ' golden "$copy" "$rsbuilder" "$kubectl_bin" "$e2e_local" "$e2e_venv"; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))

@@ -275,11 +275,13 @@ where
         check_api(&self.api).await?;
         let (reader, writer) = reflector::store();
         let ready = manager.ready.clone();
-        let mut synced = false;
+        let synced = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = synced.clone();
         let trigger = reflector(writer, watcher::watcher(self.api, self.watcher))
             .inspect_ok(move |event| {
-                if !synced && matches!(event, watcher::Event::InitDone) {
-                    synced = true;
+                if matches!(event, watcher::Event::InitDone)
+                    && !seen.swap(true, std::sync::atomic::Ordering::SeqCst)
+                {
                     ready.ready();
                 }
             })
@@ -296,7 +298,8 @@ where
         });
         let reconcile = Arc::new(reconcile);
         let name = self.name;
-        controller
+        let shutdown = manager.shutdown.clone();
+        let running = controller
             .graceful_shutdown_on(manager.shutdown.clone().cancelled_owned())
             .run(
                 move |object, state: Arc<State<K, Ctx>>| {
@@ -306,8 +309,18 @@ where
                 move |object, error, state| policy(object, error, &state),
                 state,
             )
-            .for_each(|result| async move { report(name, &result) })
-            .await;
+            .for_each(|result| async move { report(name, &result) });
+        let mut running = std::pin::pin!(running);
+        tokio::select! {
+            () = &mut running => return Ok(()),
+            () = shutdown.cancelled() => {}
+        }
+        // kube's controller starts no reconcile before its cache synced, and a graceful
+        // shutdown before then would wait for that sync for ever (the watch that would bring
+        // it is stopped first): with nothing running, stop at once.
+        if synced.load(std::sync::atomic::Ordering::SeqCst) {
+            running.await;
+        }
         Ok(())
     }
 }
@@ -644,6 +657,47 @@ mod tests {
         shutdown.cancel();
         crate::testing::within(running).await.unwrap().unwrap();
         serving.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shutdown_before_the_cache_synced_stops_the_runner_at_once() {
+        let (api, mut server) = mocked::<ConfigMap>();
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let manager = ControllerContext {
+            name: "test",
+            client: Client::new(
+                tower::service_fn(|_: http::Request<kube::client::Body>| async {
+                    Err::<http::Response<kube::client::Body>, std::io::Error>(
+                        std::io::Error::other("unused"),
+                    )
+                }),
+                "default",
+            ),
+            metrics: Arc::default(),
+            ready: crate::health::Health::default().readiness_check("test"),
+            shutdown: shutdown.clone(),
+            watch_namespace: None,
+        };
+        let running = tokio::spawn(async move {
+            let reconcile =
+                |_: Arc<ConfigMap>, _: Arc<()>| async { Ok::<_, Failed>(Action::await_change()) };
+            Runner::new("test", api)
+                .run(manager, reconcile, Arc::new(()))
+                .await
+        });
+        answer(&mut server, "/api/v1/namespaces/default/configmaps", 200,
+            json!({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []})).await;
+        // The watch's first list is sent, and never answered: the cache does not sync.
+        let (_list, _pending) = tokio::time::timeout(Duration::from_secs(5), server.next_request())
+            .await
+            .expect("the first list within 5 s")
+            .unwrap();
+        shutdown.cancel();
+        let stopped = tokio::time::timeout(Duration::from_secs(1), running).await;
+        stopped
+            .expect("stopped within 1 s of shutdown")
+            .unwrap()
+            .unwrap();
     }
 
     #[tokio::test]
