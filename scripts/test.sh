@@ -108,7 +108,10 @@ for golden in testdata/*/; do
     "$rsbuilder" generate --check
     if [[ "$4" == 1 ]]; then
       echo "-- make test-e2e-local"
-      RUST_LOG=warn make --no-print-directory test-e2e-local E2E_VENV="$5"
+      # The seed project also runs ten rounds of leader election between replicas.
+      args=""
+      [[ "$6" == project-v1 ]] && args="--leader-election 10"
+      RUST_LOG=warn make --no-print-directory test-e2e-local E2E_VENV="$5" E2E_ARGS="$args"
     fi
     if [[ -n "$kubectl_bin" ]]; then
       for dir in config/*/; do
@@ -131,7 +134,7 @@ for golden in testdata/*/; do
         done
       fi
     fi
-  ' golden "$copy" "$rsbuilder" "$kubectl_bin" "$e2e_local" "$e2e_venv"; then
+  ' golden "$copy" "$rsbuilder" "$kubectl_bin" "$e2e_local" "$e2e_venv" "$name"; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))

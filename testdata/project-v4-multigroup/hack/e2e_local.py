@@ -10,12 +10,23 @@ wait:
   status as available, the `Available` condition;
 - deleting a sample runs the controller's cleanup: the finalizer goes, and so does the object;
 - SIGTERM stops the manager cleanly (exit 0) and releases the Lease.
+
+With `--leader-election N` it then runs N rounds of leader election between replicas, with a
+Lease of 3 s, a renew deadline of 2 s and a retry period of 0.5 s:
+- of two replicas, exactly one holds the Lease and writes anything but the Lease;
+- `kill -9` of the leader: the other takes over once the Lease expired on its clock (no sooner
+  than the lease duration after the last renewal it saw), and within the lease duration and a
+  retry period of the kill;
+- SIGSTOP of the new leader, once idle, past its renew deadline, while a third replica takes
+  over and reconciles a new object: once resumed, the paused one exits with an error and
+  writes nothing but, at most, the Lease (the manager fences its controllers' client).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import json
 import os
 import pathlib
@@ -89,6 +100,8 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--manager", required=True, help="the manager binary")
     parser.add_argument("--project", default=".", help="the project's directory")
+    parser.add_argument("--leader-election", type=int, default=0, metavar="N",
+                        help="then run N rounds of leader election between replicas")
     args = parser.parse_args()
     project_dir = pathlib.Path(args.project)
     project = yaml.safe_load((project_dir / "PROJECT").read_text())
@@ -111,6 +124,10 @@ async def main() -> int:
                     "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "test", "namespace": NAMESPACE}}],
                     "users": [{"name": "test", "user": {"token": "test"}}],
                 }))
+                base_env = {**os.environ, "KUBECONFIG": str(kubeconfig), "POD_NAMESPACE": NAMESPACE,
+                            "ENABLE_WEBHOOKS": "false"}
+                if project.get("namespaced"):
+                    base_env["WATCH_NAMESPACE"] = NAMESPACE
                 probe = free_port()
                 env = {**os.environ, "KUBECONFIG": str(kubeconfig), "POD_NAMESPACE": NAMESPACE,
                        "POD_NAME": "manager-0", "ENABLE_WEBHOOKS": "false"}
@@ -120,11 +137,14 @@ async def main() -> int:
                     args.manager, "--leader-elect", "--metrics-bind-address", "0",
                     "--health-probe-bind-address", f"127.0.0.1:{probe}", env=env)
                 try:
-                    await run_checks(emulator, client, project, project_dir, manager, probe)
+                    samples = await run_checks(emulator, client, project, project_dir, manager, probe)
                 finally:
                     if manager.returncode is None:
                         manager.kill()
                         await manager.wait()
+                for round_ in range(args.leader_election):
+                    await leader_election(emulator, client, args.manager, base_env, pathlib.Path(tmp),
+                                          samples[0], round_)
     print("e2e-local: passed")
     return 0
 
@@ -143,6 +163,7 @@ async def run_checks(emulator, client, project, project_dir, manager, probe) -> 
         if sample_file.name == "kustomization.yaml":
             continue
         sample = yaml.safe_load(sample_file.read_text())
+        SAMPLES[sample_file.name] = copy.deepcopy(sample)
         group, version = split_api_version(sample["apiVersion"])
         if (group, version, sample["kind"]) not in kinds:
             continue
@@ -174,6 +195,167 @@ async def run_checks(emulator, client, project, project_dir, manager, probe) -> 
     assert code == 0, f"the manager exited with {code} after SIGTERM"
     lease = emulator.get("coordination.k8s.io", "v1", "leases", NAMESPACE, lease_name)
     assert not lease["spec"].get("holderIdentity"), f"the Lease is still held: {lease['spec']}"
+    return samples
+
+
+LEASE = 3.0
+RETRY = 0.5
+ELECTION_FLAGS = ["--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s",
+                  "--leader-elect-retry-period", "500ms"]
+
+
+class Replica:
+    """A manager process with a kubeconfig of its own, whose token names it to the emulator."""
+
+    def __init__(self, name: str, process, token: str) -> None:
+        self.name, self.process, self.token = name, process, token
+
+    @classmethod
+    async def start(cls, name: str, manager: str, base_env: dict, tmp: pathlib.Path) -> "Replica":
+        config = json.loads(pathlib.Path(base_env["KUBECONFIG"]).read_text())
+        token = f"token-{name}"
+        config["users"][0]["user"]["token"] = token
+        kubeconfig = tmp / f"kubeconfig-{name}"
+        kubeconfig.write_text(json.dumps(config))
+        env = {**base_env, "KUBECONFIG": str(kubeconfig), "POD_NAME": name, "RUST_LOG": "warn"}
+        process = await asyncio.create_subprocess_exec(
+            manager, "--leader-elect", *ELECTION_FLAGS, "--metrics-bind-address", "0",
+            "--health-probe-bind-address", f"127.0.0.1:{free_port()}", env=env)
+        return cls(name, process, token)
+
+    async def stop(self) -> None:
+        if self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+
+
+def holder(emulator, lease_name: str) -> str:
+    lease = emulator.get("coordination.k8s.io", "v1", "leases", NAMESPACE, lease_name)
+    identity = ((lease or {}).get("spec") or {}).get("holderIdentity") or ""
+    return identity.split("_", 1)[0]
+
+
+async def quiet(emulator, token: str, seconds: float) -> None:
+    """Waits until the replica of `token` has written nothing but its Lease for `seconds`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TIMEOUT
+    while True:
+        last = max((w[0] for w in emulator.writes if w[1] == token and w[3] != "leases"), default=0.0)
+        if loop.time() - last >= seconds:
+            return
+        if loop.time() > deadline:
+            raise AssertionError(f"the replica of {token} kept writing for {TIMEOUT} s")
+        await asyncio.sleep(0.1)
+
+
+def writes_by(emulator, token: str, since: float = 0.0, leases: bool = False) -> list:
+    return [w for w in emulator.writes if w[1] == token and w[0] >= since and (leases or w[3] != "leases")]
+
+
+async def leader_election(emulator, client, manager, base_env, tmp, sample, round_) -> None:
+    file, group, version, plural, namespace, _, path = sample
+    leases = emulator.list("coordination.k8s.io", "v1", "leases")
+    lease_name = leases[0]["metadata"]["name"]
+    loop = asyncio.get_running_loop()
+    print(f"-- leader election, round {round_ + 1}: two replicas", flush=True)
+    a = await Replica.start(f"a{round_}", manager, base_env, tmp)
+    b = await Replica.start(f"b{round_}", manager, base_env, tmp)
+    c = None
+    replicas = {a.name: a, b.name: b}
+    try:
+        first = await emulator.wait_for(lambda: replicas.get(holder(emulator, lease_name)), TIMEOUT,
+                                        "a replica takes the Lease")
+        other = b if first is a else a
+        # An object to reconcile: only the leader may write to it.
+        obj = {**sample_object(file), "metadata": {"name": f"le-{round_}"}}
+        async with client.post(path, json=obj) as r:
+            assert r.status == 201, (r.status, await r.text())
+        await emulator.wait_for(lambda: (emulator.get(group, version, plural, namespace, f"le-{round_}") or {})
+                                .get("metadata", {}).get("finalizers"), TIMEOUT, "the leader adds its finalizer")
+        assert writes_by(emulator, first.token), "the leader wrote nothing"
+        assert not writes_by(emulator, other.token), f"the follower wrote: {writes_by(emulator, other.token)}"
+
+        print(f"   {first.name} leads; kill -9 it", flush=True)
+        last_renewal = max(w[0] for w in writes_by(emulator, first.token, leases=True) if w[3] == "leases")
+        first.process.kill()
+        killed = loop.time()
+        await first.process.wait()
+        await emulator.wait_for(lambda: holder(emulator, lease_name) == other.name, LEASE + RETRY + 3,
+                                f"{other.name} takes the Lease over")
+        first_take = next(w[0] for w in emulator.writes if w[1] == other.token and w[3] == "leases" and w[0] >= killed
+                          and w[2] == "PUT")
+        assert first_take - last_renewal >= LEASE - 0.1, \
+            f"{other.name} took the Lease {first_take - last_renewal:.2f} s after its last renewal, before it expired"
+        assert first_take - killed <= LEASE + RETRY + 0.5, \
+            f"{other.name} took the Lease {first_take - killed:.2f} s after the kill"
+        print(f"   {other.name} took over {first_take - killed:.2f} s after the kill, "
+              f"{first_take - last_renewal:.2f} s after the last renewal", flush=True)
+
+        # The new leader acts: it reconciles an object of its own. Only then is it paused: one
+        # paused before it learned that it leads is a candidate, which has nothing to stop.
+        second = f"le-{round_}-after-kill"
+        async with client.post(path, json={**sample_object(file), "metadata": {"name": second}}) as r:
+            assert r.status == 201, (r.status, await r.text())
+        await emulator.wait_for(lambda: any(w[4] == second for w in writes_by(emulator, other.token)), TIMEOUT,
+                                f"{other.name} reconciles {second}")
+        await emulator.wait_for(lambda: (emulator.get(group, version, plural, namespace, second) or {})
+                                .get("metadata", {}).get("finalizers"), TIMEOUT, f"{second} gets its finalizer")
+
+        # Paused while idle: a request sent just before SIGSTOP may still reach the API server
+        # after SIGCONT, and no fence can take back what has been sent ...
+        await quiet(emulator, other.token, 1.0)
+        # ... except for one reconcile, paused while it waits for the answer to its status
+        # write: resumed, it goes on, and the event it would publish next must not go out.
+        slow = f"le-{round_}-in-flight"
+        emulator.delays[other.token, slow] = 1.0
+        async with client.post(path, json={**sample_object(file), "metadata": {"name": slow}}) as r:
+            assert r.status == 201, (r.status, await r.text())
+        await emulator.wait_for(lambda: any(w[4] == slow and w[5] == "status" for w in writes_by(emulator, other.token)),
+                                TIMEOUT, f"{other.name} writes the status of {slow}")
+        print(f"   SIGSTOP {other.name} in the middle of a reconcile; a third replica takes over", flush=True)
+        other.process.send_signal(signal.SIGSTOP)
+        c = await Replica.start(f"c{round_}", manager, base_env, tmp)
+        await emulator.wait_for(lambda: holder(emulator, lease_name) == c.name, LEASE + RETRY + 5,
+                                f"{c.name} takes the Lease over from the paused {other.name}")
+        # Something new for the paused replica to see once it resumes: its watch brings it a
+        # new object, which it must not reconcile.
+        third = f"le-{round_}-while-paused"
+        async with client.post(path, json={**sample_object(file), "metadata": {"name": third}}) as r:
+            assert r.status == 201, (r.status, await r.text())
+        await emulator.wait_for(lambda: any(w[4] == third for w in writes_by(emulator, c.token)), TIMEOUT,
+                                f"{c.name} reconciles {third}")
+        resumed = loop.time()
+        other.process.send_signal(signal.SIGCONT)
+        try:
+            code = await asyncio.wait_for(other.process.wait(), 5)
+        except TimeoutError:
+            raise AssertionError(f"{other.name} kept running after it was resumed past its renew deadline") from None
+        assert code != 0, f"{other.name} exited with 0 after losing its Lease"
+        acted = writes_by(emulator, other.token, since=resumed)
+        assert not acted, f"{other.name} wrote after it was resumed: {acted}"
+        assert holder(emulator, lease_name) == c.name, "the Lease went back to the paused replica"
+        print(f"   {other.name} resumed and exited with {code}, writing nothing", flush=True)
+        for name in (f"le-{round_}", second, slow, third):
+            async with client.delete(f"{path}/{name}") as r:
+                assert r.status in (200, 202), (r.status, await r.text())
+            await emulator.wait_for(lambda: emulator.get(group, version, plural, namespace, name) is None,
+                                    TIMEOUT, f"{c.name} cleans up {name}")
+        c.process.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(c.process.wait(), 40)
+        assert code == 0, f"{c.name} exited with {code} after SIGTERM"
+    finally:
+        for replica in (a, b, c):
+            if replica is not None:
+                if replica.process.returncode is None:
+                    replica.process.send_signal(signal.SIGCONT)
+                await replica.stop()
+
+
+SAMPLES: dict[str, dict] = {}
+
+
+def sample_object(file: str) -> dict:
+    return copy.deepcopy(SAMPLES[file])
 
 
 def condition(obj: dict | None, is_type) -> dict | None:

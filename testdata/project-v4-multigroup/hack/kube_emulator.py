@@ -137,6 +137,12 @@ class KubeEmulator(kmock.KubernetesEmulator):
         self.revision = 0
         self.history: list[tuple[int, tuple[str, str, str], str, dict[str, Any]]] = []
         self.changed = asyncio.Condition()
+        # Every write, as (monotonic time, bearer token, method, resource plural, name,
+        # subresource), when it arrived: a test tells which replica wrote what by the token of
+        # its kubeconfig.
+        self.writes: list[tuple[float, str, str, str, str | None, str | None]] = []
+        # Status writes to answer late, once: (bearer token, object name) -> seconds.
+        self.delays: dict[tuple[str, str], float] = {}
         # Bearer tokens TokenReview accepts, with their user; users SubjectAccessReview allows.
         self.tokens: dict[str, str] = {}
         self.allowed: set[str] = set()
@@ -180,8 +186,15 @@ class KubeEmulator(kmock.KubernetesEmulator):
         group, version, plural = resource.group or "", resource.version or "", resource.plural
         if (group, version, plural) not in self.kinds:
             return status(404, "NotFound", f"the server could not find the requested resource ({plural}.{group})")
+        method = str(request.method.value if hasattr(request.method, "value") else request.method).upper()
+        if method in ("POST", "PUT", "PATCH", "DELETE"):
+            token = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            self.writes.append((asyncio.get_running_loop().time(), token, method, plural, request.name,
+                                request.subresource))
+            delay = self.delays.pop((token, request.name or ""), None) if request.subresource == "status" else None
+            if delay:
+                await asyncio.sleep(delay)
         try:
-            method = str(request.method.value if hasattr(request.method, "value") else request.method).upper()
             if request.params.get("watch") in ("true", "1"):
                 return await self.watch(request, group, version, plural)
             if method == "GET":

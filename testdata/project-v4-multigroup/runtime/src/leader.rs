@@ -12,6 +12,7 @@
 //! Every request has a timeout. Updates carry the Lease's `resourceVersion`, so two replicas
 //! that race for the Lease cannot both win.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -123,6 +124,68 @@ pub struct Leadership {
     pub renewed: Instant,
 }
 
+/// Until when the controllers may talk to the API server: a renew deadline after the last
+/// successful renewal was sent. A leader that was paused (SIGSTOP, a frozen VM, a long GC of
+/// the node) wakes up past it, and its controllers' requests are refused before they leave
+/// the process, even where they race the elector that is about to notice the loss.
+#[derive(Debug, Clone)]
+pub struct Fence {
+    until: Arc<Mutex<Instant>>,
+}
+
+impl Fence {
+    /// A fence open until `until`.
+    pub fn new(until: Instant) -> Self {
+        Self {
+            until: Arc::new(Mutex::new(until)),
+        }
+    }
+
+    /// Keeps the fence open until `until`, if that is later.
+    pub fn extend(&self, until: Instant) {
+        let mut current = self.until.lock().unwrap_or_else(PoisonError::into_inner);
+        *current = (*current).max(until);
+    }
+
+    /// Closes the fence now.
+    pub fn close(&self) {
+        *self.until.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    /// Whether requests may still go out.
+    pub fn is_open(&self) -> bool {
+        Instant::now() < *self.until.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `client`, whose requests are refused, without leaving the process, once the fence
+    /// is closed.
+    pub fn client(&self, client: Client) -> Client {
+        let namespace = client.default_namespace().to_owned();
+        let fence = self.clone();
+        let service = tower::service_fn(move |request: axum::http::Request<kube::client::Body>| {
+            let client = client.clone();
+            let open = fence.is_open();
+            async move {
+                if !open {
+                    return Err::<_, tower::BoxError>(Box::new(FenceClosed));
+                }
+                client
+                    .send(request)
+                    .await
+                    .map_err(|error| Box::new(error) as tower::BoxError)
+            }
+        });
+        Client::new(service, namespace)
+    }
+}
+
+/// A request of a controller after its manager's leadership may have ended.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "this replica may no longer lead: the leader election Lease was not renewed within the renew deadline"
+)]
+pub struct FenceClosed;
+
 /// How [`LeaderElector::hold`] ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Held {
@@ -152,6 +215,8 @@ pub struct LeaderElector {
     config: LeaderElectionConfig,
     /// The Lease as last seen, and when it was first seen so on this replica's clock.
     observed: Option<(Lease, Instant)>,
+    /// Kept open a renew deadline past each successful renewal, closed once leadership is lost.
+    fence: Option<Fence>,
 }
 
 impl LeaderElector {
@@ -162,7 +227,14 @@ impl LeaderElector {
             api: Api::namespaced(client, &config.namespace),
             config,
             observed: None,
+            fence: None,
         }
+    }
+
+    /// Keeps `fence` open a renew deadline past every successful renewal of [`Self::hold`],
+    /// and closes it when `hold` finds leadership lost.
+    pub fn set_fence(&mut self, fence: Fence) {
+        self.fence = Some(fence);
     }
 
     /// The configuration.
@@ -209,6 +281,15 @@ impl LeaderElector {
     /// until renewals have failed for the renew deadline or another replica holds the Lease
     /// ([`Held::Lost`]). `leadership` follows every successful renewal.
     pub async fn hold(&mut self, leadership: &mut Leadership, stop: &CancellationToken) -> Held {
+        let held = self.renew(leadership, stop).await;
+        if let (Held::Lost { .. }, Some(fence)) = (held, &self.fence) {
+            fence.close();
+        }
+        held
+    }
+
+    /// [`Self::hold`] without closing the fence.
+    async fn renew(&mut self, leadership: &mut Leadership, stop: &CancellationToken) -> Held {
         loop {
             // The next renewal is due a retry period after the last one was sent, not after its
             // answer came: a slow answer must not push the renewals toward the deadline.
@@ -228,6 +309,9 @@ impl LeaderElector {
                 match tokio::time::timeout_at(deadline, self.try_acquire_or_renew()).await {
                     Ok(Ok(Attempt::Leading)) => {
                         leadership.renewed = sent;
+                        if let Some(fence) = &self.fence {
+                            fence.extend(sent + self.config.renew_deadline);
+                        }
                         break;
                     }
                     Ok(Ok(Attempt::HeldBy(holder))) => {
@@ -668,6 +752,9 @@ pub(crate) mod tests {
     async fn the_leader_renews_every_retry_period() {
         let (mut elector, mut server) = elector();
         let stop = CancellationToken::new();
+        // As the manager makes it: open a renew deadline past the acquisition.
+        let fence = Fence::new(Instant::now() + Duration::from_secs(10));
+        elector.set_fence(fence.clone());
         let holding = {
             let stop = stop.clone();
             tokio::spawn(async move {
@@ -715,6 +802,50 @@ pub(crate) mod tests {
             .unwrap();
         assert_eq!(held, Held::Stopped);
         assert_eq!(renewed_after, Duration::from_secs(6));
+        // The last renewal was sent 6 s in: the fence stays open until 16 s, no longer.
+        assert!(fence.is_open());
+        tokio::time::advance(Duration::from_millis(9800)).await;
+        assert!(fence.is_open(), "each renewal extends the fence");
+        tokio::time::advance(Duration::from_millis(200)).await;
+        assert!(
+            !fence.is_open(),
+            "a renew deadline after the last renewal, it closes"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_closed_fence_keeps_the_requests_in_the_process() {
+        let (service, mut server) = mock::pair::<Request<Body>, Response<Body>>();
+        let fence = Fence::new(Instant::now() + Duration::from_secs(60));
+        let client = fence.client(Client::new(service, "operators"));
+        let api: Api<Lease> = Api::namespaced(client, "operators");
+        let getting = {
+            let api = api.clone();
+            tokio::spawn(async move { api.get("my-operator").await })
+        };
+        let (_, send) = next(&mut server, Method::GET, PATH).await;
+        respond(
+            send,
+            200,
+            &lease("me", "2026-01-01T00:00:00.000000Z", 0, "1"),
+        );
+        crate::testing::within(getting).await.unwrap().unwrap();
+
+        fence.close();
+        let error = crate::testing::within(api.get("my-operator"))
+            .await
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("this replica may no longer lead"),
+            "{error}"
+        );
+        let sent = tokio::time::timeout(Duration::from_millis(100), server.next_request()).await;
+        assert!(
+            sent.is_err(),
+            "a request left the process behind a closed fence"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -827,12 +958,15 @@ pub(crate) mod tests {
     async fn a_leader_that_sees_another_holder_loses_at_once() {
         let (mut elector, mut server) = elector();
         let stop = CancellationToken::new();
+        let fence = Fence::new(Instant::now() + Duration::from_secs(3600));
+        elector.set_fence(fence.clone());
         let holding = tokio::spawn(async move {
             let mut leadership = elector.acquire(&stop).await.unwrap();
             elector.hold(&mut leadership, &stop).await
         });
         grant(&mut server).await;
         let (_, send) = next(&mut server, Method::GET, PATH).await;
+        assert!(fence.is_open());
         respond(
             send,
             200,
@@ -843,6 +977,10 @@ pub(crate) mod tests {
             .expect("no further renewal")
             .unwrap();
         assert!(matches!(held, Held::Lost { .. }));
+        assert!(
+            !fence.is_open(),
+            "a lost leadership closes the fence at once"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::args::ManagerArgs;
 use crate::health::{self, Health, ReadyCheck};
-use crate::leader::{self, Held, LeaderElectionConfig, LeaderElector};
+use crate::leader::{self, Fence, Held, LeaderElectionConfig, LeaderElector};
 use crate::metrics::{self, Authorizer, Metrics};
 use crate::server::{self, ServeOptions};
 use crate::tls::{self, CertResolver, CertSource};
@@ -188,7 +188,10 @@ impl Manager {
         let servers = self.start_servers(&shutdown).await?;
         let result = match election {
             Some(config) => self.lead(config, controllers, &shutdown).await,
-            None => self.run_controllers(controllers, shutdown.clone()).await,
+            None => {
+                self.run_controllers(self.client.clone(), controllers, shutdown.clone())
+                    .await
+            }
         };
 
         shutdown.cancel();
@@ -357,12 +360,17 @@ impl Manager {
         };
         tracing::info!("acquired the leader election Lease {lease}");
         self.metrics.set_leader(true);
+        // The controllers' requests stop a renew deadline after the last renewal, even before
+        // `hold` notices the loss (a replica resumed after a pause).
+        let fence = Fence::new(leadership.renewed + config.renew_deadline);
+        elector.set_fence(fence.clone());
 
         // The controllers stop on shutdown; the Lease is renewed until they have stopped, so
         // that no other replica starts while they finish.
         let stop = shutdown.child_token();
         let renewing = CancellationToken::new();
-        let controllers = self.run_controllers(controllers, stop.clone());
+        let controllers =
+            self.run_controllers(fence.client(self.client.clone()), controllers, stop.clone());
         tokio::pin!(controllers);
         let held = tokio::select! {
             result = &mut controllers => Ok(result),
@@ -411,6 +419,7 @@ impl Manager {
     /// unhealthy and stops the others.
     async fn run_controllers(
         &self,
+        client: Client,
         controllers: Vec<Registration>,
         stop: CancellationToken,
     ) -> anyhow::Result<()> {
@@ -422,7 +431,7 @@ impl Manager {
         for registration in controllers {
             let ctx = ControllerContext {
                 name: registration.name,
-                client: self.client.clone(),
+                client: client.clone(),
                 metrics: self.metrics.clone(),
                 ready: self.health.readiness_check(registration.name),
                 shutdown: stop.clone(),
