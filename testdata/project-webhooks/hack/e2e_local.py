@@ -8,6 +8,9 @@ wait:
   condition that is `True` for the sample's generation; a kind that runs an image
   (`create api --image`) gets its Deployment, and once the test writes that Deployment's
   status as available, the `Available` condition;
+- `/metrics` (HTTPS, as deployed) refuses a request without a token (401) and one whose user
+  may not read it (403), both decided by the emulator's TokenReview and SubjectAccessReview,
+  and serves the controllers' reconcile counts to an allowed one;
 - deleting a sample runs the controller's cleanup: the finalizer goes, and so does the object;
 - SIGTERM stops the manager cleanly (exit 0) and releases the Lease.
 
@@ -129,15 +132,16 @@ async def main() -> int:
                 if project.get("namespaced"):
                     base_env["WATCH_NAMESPACE"] = NAMESPACE
                 probe = free_port()
+                metrics = free_port()
                 env = {**os.environ, "KUBECONFIG": str(kubeconfig), "POD_NAMESPACE": NAMESPACE,
                        "POD_NAME": "manager-0", "ENABLE_WEBHOOKS": "false"}
                 if project.get("namespaced"):
                     env["WATCH_NAMESPACE"] = NAMESPACE
                 manager = await asyncio.create_subprocess_exec(
-                    args.manager, "--leader-elect", "--metrics-bind-address", "0",
+                    args.manager, "--leader-elect", "--metrics-bind-address", f"127.0.0.1:{metrics}",
                     "--health-probe-bind-address", f"127.0.0.1:{probe}", env=env)
                 try:
-                    samples = await run_checks(emulator, client, project, project_dir, manager, probe)
+                    samples = await run_checks(emulator, client, project, project_dir, manager, probe, metrics)
                 finally:
                     if manager.returncode is None:
                         manager.kill()
@@ -149,7 +153,37 @@ async def main() -> int:
     return 0
 
 
-async def run_checks(emulator, client, project, project_dir, manager, probe) -> None:
+async def metrics_get(port: int, token: str | None) -> tuple[int, str]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with aiohttp.ClientSession() as session:
+        # The manager's own certificate (no cert-manager here): not verified.
+        async with session.get(f"https://127.0.0.1:{port}/metrics", headers=headers, ssl=False,
+                               timeout=aiohttp.ClientTimeout(total=10)) as response:
+            return response.status, await response.text()
+
+
+async def check_metrics(emulator, port: int) -> None:
+    emulator.tokens.update({"scraper-token": "system:serviceaccount:monitoring:prometheus",
+                            "nosy-token": "system:serviceaccount:default:nosy"})
+    emulator.allowed.add("system:serviceaccount:monitoring:prometheus")
+    code, _ = await metrics_get(port, None)
+    assert code == 401, f"/metrics without a token answered {code}"
+    code, _ = await metrics_get(port, "unknown-token")
+    assert code == 401, f"/metrics with a token TokenReview rejects answered {code}"
+    code, _ = await metrics_get(port, "nosy-token")
+    assert code == 403, f"/metrics for a user SubjectAccessReview denies answered {code}"
+    code, body = await metrics_get(port, "scraper-token")
+    assert code == 200, f"/metrics for an allowed user answered {code}"
+    counts = [line for line in body.splitlines()
+              if line.startswith("controller_runtime_reconcile_total{") and 'result="success"' in line]
+    assert counts and all(float(line.rsplit(" ", 1)[1]) >= 1 for line in counts), body
+    reviews = [w for w in emulator.writes if w[3] in ("tokenreviews", "subjectaccessreviews")]
+    assert reviews, "the manager authorized /metrics without asking the API server"
+    print(f"   401 without a token or with an unknown one, 403 for a user not allowed; "
+          f"{len(counts)} controllers' reconcile counts for an allowed one")
+
+
+async def run_checks(emulator, client, project, project_dir, manager, probe, metrics) -> None:
     await step("the manager reports ready on /readyz",
                wait_http(f"http://127.0.0.1:{probe}/readyz", 200, "/readyz answers 200", manager))
     leases = emulator.list("coordination.k8s.io", "v1", "leases")
@@ -178,6 +212,9 @@ async def run_checks(emulator, client, project, project_dir, manager, probe) -> 
 
     for file, group, version, plural, namespace, name, _ in samples:
         await reconciled(emulator, file, group, version, plural, namespace, name)
+
+    await step("/metrics serves only whom the API server authenticates and authorizes",
+               check_metrics(emulator, metrics))
 
     for file, group, version, plural, namespace, name, path in samples:
         async with client.delete(f"{path}/{name}") as r:
