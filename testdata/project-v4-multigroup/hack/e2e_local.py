@@ -133,10 +133,7 @@ async def main() -> int:
                     base_env["WATCH_NAMESPACE"] = NAMESPACE
                 probe = free_port()
                 metrics = free_port()
-                env = {**os.environ, "KUBECONFIG": str(kubeconfig), "POD_NAMESPACE": NAMESPACE,
-                       "POD_NAME": "manager-0", "ENABLE_WEBHOOKS": "false"}
-                if project.get("namespaced"):
-                    env["WATCH_NAMESPACE"] = NAMESPACE
+                env = {**base_env, "POD_NAME": "manager-0"}
                 manager = await asyncio.create_subprocess_exec(
                     args.manager, "--leader-elect", "--metrics-bind-address", f"127.0.0.1:{metrics}",
                     "--health-probe-bind-address", f"127.0.0.1:{probe}", env=env)
@@ -236,9 +233,11 @@ async def run_checks(emulator, client, project, project_dir, manager, probe, met
 
 
 LEASE = 3.0
+RENEW_DEADLINE = 2.0
 RETRY = 0.5
-ELECTION_FLAGS = ["--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s",
-                  "--leader-elect-retry-period", "500ms"]
+ELECTION_FLAGS = ["--leader-elect-lease-duration", f"{int(LEASE * 1000)}ms",
+                  "--leader-elect-renew-deadline", f"{int(RENEW_DEADLINE * 1000)}ms",
+                  "--leader-elect-retry-period", f"{int(RETRY * 1000)}ms"]
 
 
 class Replica:

@@ -835,11 +835,9 @@ pub(crate) mod tests {
         let error = crate::testing::within(api.get("my-operator"))
             .await
             .unwrap_err();
-        assert!(
-            error
-                .to_string()
-                .contains("this replica may no longer lead"),
-            "{error}"
+        assert_eq!(
+            error.to_string(),
+            "ServiceError: this replica may no longer lead: the leader election Lease was not renewed within the renew deadline"
         );
         let sent = tokio::time::timeout(Duration::from_millis(100), server.next_request()).await;
         assert!(
