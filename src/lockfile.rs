@@ -2,17 +2,20 @@
 //! `init` template), with the workspace's own packages added as cargo writes them, so that
 //! `cargo build --locked` works on a fresh project.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
-/// A package of the workspace: its name, version and the names of its dependencies.
+use anyhow::Context as _;
+
+/// A package of the workspace: its name, version and its dependencies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
     /// The package name.
     pub name: String,
     /// Its version.
     pub version: String,
-    /// Every dependency, normal, dev or build, by package name.
-    pub dependencies: BTreeSet<String>,
+    /// Every dependency, normal, dev or build, by package name, with the version requirement
+    /// its entry states (`None` for `workspace = true` or a path).
+    pub dependencies: BTreeMap<String, Option<String>>,
 }
 
 impl Member {
@@ -21,21 +24,37 @@ impl Member {
         Self {
             name: name.to_owned(),
             version: version.to_owned(),
-            dependencies: dependency_names(manifest),
+            dependencies: dependencies(manifest),
         }
     }
 }
 
-/// The package names under `[dependencies]`, `[dev-dependencies]` and `[build-dependencies]`.
-fn dependency_names(manifest: &str) -> BTreeSet<String> {
-    ["dependencies", "dev-dependencies", "build-dependencies"]
-        .into_iter()
-        .flat_map(|name| crate::manifest::keys(manifest, name))
-        .collect()
+/// The dependencies under `[dependencies]`, `[dev-dependencies]` and `[build-dependencies]`,
+/// with their requirements; the first table that states one wins.
+fn dependencies(manifest: &str) -> BTreeMap<String, Option<String>> {
+    let mut found = BTreeMap::new();
+    let Some(document) = crate::manifest::parse(manifest) else {
+        return found;
+    };
+    for path in ["dependencies", "dev-dependencies", "build-dependencies"] {
+        let Some(table) = crate::manifest::table(&document, path) else {
+            continue;
+        };
+        for (name, entry) in table.iter() {
+            let requirement = crate::manifest::requirement(entry).map(str::to_owned);
+            let known: &mut Option<String> = found.entry(name.to_owned()).or_default();
+            if known.is_none() {
+                *known = requirement;
+            }
+        }
+    }
+    found
 }
 
 /// `lock` with `members` added, every package sorted by name as cargo sorts them. A dependency
-/// that names a crate the lock has in several versions is an error: cargo would write which.
+/// on a crate the lock has in several versions is written as cargo writes it, `"name version"`,
+/// with the one version its requirement matches; one whose requirement the member does not
+/// state (`workspace = true`), or which matches several, is an error.
 pub fn with_members(lock: &str, members: &[Member]) -> anyhow::Result<String> {
     let mut blocks: Vec<&str> = lock.split("\n[[package]]\n").collect();
     let header = blocks.remove(0);
@@ -58,17 +77,25 @@ pub fn with_members(lock: &str, members: &[Member]) -> anyhow::Result<String> {
         );
         if !member.dependencies.is_empty() {
             block.push_str("dependencies = [\n");
-            for dependency in &member.dependencies {
-                let versions = packages
+            for (dependency, requirement) in &member.dependencies {
+                let versions: Vec<String> = packages
                     .iter()
                     .filter(|(name, _)| name == dependency)
-                    .count();
-                anyhow::ensure!(
-                    versions <= 1,
-                    "`{dependency}` of `{}` has {versions} versions in Cargo.lock",
-                    member.name
-                );
-                block.push_str(&format!(" \"{dependency}\",\n"));
+                    .map(|(_, block)| version_of(block))
+                    .collect();
+                if versions.len() <= 1 {
+                    block.push_str(&format!(" \"{dependency}\",\n"));
+                    continue;
+                }
+                let version = locked_version(dependency, requirement.as_deref(), &versions)
+                    .with_context(|| {
+                        format!(
+                            "`{dependency}` of `{}` has {} versions in Cargo.lock",
+                            member.name,
+                            versions.len()
+                        )
+                    })?;
+                block.push_str(&format!(" \"{dependency} {version}\",\n"));
             }
             block.push_str("]\n");
         }
@@ -85,6 +112,44 @@ pub fn with_members(lock: &str, members: &[Member]) -> anyhow::Result<String> {
     Ok(out)
 }
 
+/// The `version = "..."` of a package block.
+fn version_of(block: &str) -> String {
+    block
+        .lines()
+        .find_map(|line| line.strip_prefix("version = \""))
+        .and_then(|rest| rest.strip_suffix('"'))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The one version of `versions` that `requirement` matches, as cargo resolves it.
+fn locked_version<'a>(
+    dependency: &str,
+    requirement: Option<&str>,
+    versions: &'a [String],
+) -> anyhow::Result<&'a str> {
+    let requirement = requirement.with_context(|| {
+        format!("its entry states no version requirement to tell which `{dependency}` it takes")
+    })?;
+    let parsed = semver::VersionReq::parse(requirement)
+        .with_context(|| format!("invalid requirement `{requirement}`"))?;
+    let matching: Vec<&str> = versions
+        .iter()
+        .filter(|version| {
+            semver::Version::parse(version).is_ok_and(|version| parsed.matches(&version))
+        })
+        .map(String::as_str)
+        .collect();
+    match matching[..] {
+        [version] => Ok(version),
+        _ => anyhow::bail!(
+            "its requirement `{requirement}` matches {} of {}",
+            matching.len(),
+            versions.join(", ")
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,7 +159,7 @@ mod tests {
     #[test]
     fn dependencies_are_read_from_every_dependency_table() {
         let manifest = "[package]\nname = \"x\"\nversion.workspace = true\n\n[dependencies]\nx-api.workspace = true\nkube = { workspace = true, features = [\"derive\"] }\n# serde = \"1\"\n\n[dev-dependencies]\ntower-test.workspace = true\n\n[lints]\nworkspace = true\n";
-        let names: Vec<String> = dependency_names(manifest).into_iter().collect();
+        let names: Vec<String> = dependencies(manifest).into_keys().collect();
         assert_eq!(names, ["kube", "tower-test", "x-api"]);
     }
 
@@ -104,12 +169,12 @@ mod tests {
             Member {
                 name: "otp-operator".into(),
                 version: "0.1.0".into(),
-                dependencies: ["tokio".to_owned(), "anyhow".to_owned()].into(),
+                dependencies: [("tokio".to_owned(), None), ("anyhow".to_owned(), None)].into(),
             },
             Member {
                 name: "api".into(),
                 version: "0.1.0".into(),
-                dependencies: BTreeSet::new(),
+                dependencies: BTreeMap::new(),
             },
         ];
         let lock = with_members(LOCK, &members).unwrap();
@@ -120,13 +185,48 @@ mod tests {
     }
 
     #[test]
-    fn a_dependency_in_several_versions_is_refused() {
+    fn a_dependency_in_several_versions_is_locked_to_the_one_its_requirement_matches() {
         let lock = format!("{LOCK}\n[[package]]\nname = \"tokio\"\nversion = \"0.1.0\"\n");
-        let member = Member {
+        let member = |requirement: Option<&str>| Member {
             name: "x".into(),
             version: "0.1.0".into(),
-            dependencies: ["tokio".to_owned()].into(),
+            dependencies: [("tokio".to_owned(), requirement.map(str::to_owned))].into(),
         };
-        assert!(with_members(&lock, &[member]).is_err());
+        let locked = with_members(&lock, &[member(Some("1.48"))]).unwrap();
+        assert!(
+            locked.contains(
+                "name = \"x\"\nversion = \"0.1.0\"\ndependencies = [\n \"tokio 1.48.0\",\n]"
+            ),
+            "{locked}"
+        );
+        let locked = with_members(&lock, &[member(Some("0.1.0"))]).unwrap();
+        assert!(locked.contains(" \"tokio 0.1.0\",\n"), "{locked}");
+        for (requirement, why) in [
+            (
+                None,
+                "its entry states no version requirement to tell which `tokio` it takes",
+            ),
+            (Some("2"), "its requirement `2` matches 0 of 1.48.0, 0.1.0"),
+            (
+                Some(">=0.1"),
+                "its requirement `>=0.1` matches 2 of 1.48.0, 0.1.0",
+            ),
+        ] {
+            let error = with_members(&lock, &[member(requirement)]).unwrap_err();
+            assert_eq!(
+                format!("{error:#}"),
+                format!("`tokio` of `x` has 2 versions in Cargo.lock: {why}")
+            );
+        }
+    }
+
+    #[test]
+    fn requirements_are_read_as_stated() {
+        let manifest = "[dependencies]\nbase64 = \"0.23.1\"\nkube = { version = \"5\", features = [\"derive\"] }\napi = { path = \"../api\" }\nx.workspace = true\n\n[dev-dependencies]\nkube = { version = \"5.0.0\" }\n";
+        let found = dependencies(manifest);
+        assert_eq!(found["base64"].as_deref(), Some("0.23.1"));
+        assert_eq!(found["kube"].as_deref(), Some("5"));
+        assert_eq!(found["api"], None);
+        assert_eq!(found["x"], None);
     }
 }

@@ -77,6 +77,7 @@ const DEPENDENCIES: &[&str] = &[
     "anyhow",
     "assert-json-diff",
     "axum",
+    "base64",
     "clap",
     "futures",
     "http",

@@ -11,6 +11,9 @@ wait:
 - `/metrics` (HTTPS, as deployed) refuses a request without a token (401) and one whose user
   may not read it (403), both decided by the emulator's TokenReview and SubjectAccessReview,
   and serves the controllers' reconcile counts to an allowed one;
+- the webhooks answer AdmissionReviews and ConversionReviews over HTTPS, with a certificate
+  the test makes, as the API server expects (e2e_webhooks.py says what is checked), and neither
+  the webhook port nor the metrics port speaks HTTP/2 unless `--enable-http2` says so;
 - deleting a sample runs the controller's cleanup: the finalizer goes, and so does the object;
 - SIGTERM stops the manager cleanly (exit 0) and releases the Lease.
 
@@ -45,6 +48,7 @@ import yaml
 # No __pycache__ in the project's tree.
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import e2e_webhooks  # noqa: E402
 from kube_emulator import KubeEmulator  # noqa: E402
 
 NAMESPACE = "default"
@@ -127,18 +131,24 @@ async def main() -> int:
                     "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "test", "namespace": NAMESPACE}}],
                     "users": [{"name": "test", "user": {"token": "test"}}],
                 }))
+                # The replicas of the leader-election rounds serve no webhooks: they would all
+                # want the same port.
                 base_env = {**os.environ, "KUBECONFIG": str(kubeconfig), "POD_NAMESPACE": NAMESPACE,
                             "ENABLE_WEBHOOKS": "false"}
                 if project.get("namespaced"):
                     base_env["WATCH_NAMESPACE"] = NAMESPACE
-                probe = free_port()
-                metrics = free_port()
-                env = {**base_env, "POD_NAME": "manager-0"}
+                certs = pathlib.Path(tmp, "certs")
+                ca = e2e_webhooks.make_certificate(certs)
+                ports = Ports(probe=free_port(), metrics=free_port(), webhook=free_port(), certs=certs, ca=ca)
+                env = {**base_env, "POD_NAME": "manager-0", "ENABLE_WEBHOOKS": "true"}
                 manager = await asyncio.create_subprocess_exec(
-                    args.manager, "--leader-elect", "--metrics-bind-address", f"127.0.0.1:{metrics}",
-                    "--health-probe-bind-address", f"127.0.0.1:{probe}", env=env)
+                    args.manager, "--leader-elect", "--metrics-bind-address", f"127.0.0.1:{ports.metrics}",
+                    "--metrics-cert-path", str(certs), "--webhook-cert-path", str(certs),
+                    "--webhook-port", str(ports.webhook),
+                    "--health-probe-bind-address", f"127.0.0.1:{ports.probe}", env=env)
                 try:
-                    samples = await run_checks(emulator, client, project, project_dir, manager, probe, metrics)
+                    samples = await run_checks(emulator, client, project, project_dir, manager, ports,
+                                               args.manager, base_env, pathlib.Path(tmp))
                 finally:
                     if manager.returncode is None:
                         manager.kill()
@@ -150,16 +160,24 @@ async def main() -> int:
     return 0
 
 
-async def metrics_get(port: int, token: str | None) -> tuple[int, str]:
+class Ports:
+    """Where the first manager listens, and the CA of its certificate."""
+
+    def __init__(self, probe: int, metrics: int, webhook: int, certs: pathlib.Path, ca: pathlib.Path) -> None:
+        self.probe, self.metrics, self.webhook, self.certs, self.ca = probe, metrics, webhook, certs, ca
+
+
+async def metrics_get(ports: Ports, token: str | None) -> tuple[int, str]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with aiohttp.ClientSession() as session:
-        # The manager's own certificate (no cert-manager here): not verified.
-        async with session.get(f"https://127.0.0.1:{port}/metrics", headers=headers, ssl=False,
+    connector = aiohttp.TCPConnector(ssl=e2e_webhooks.client_context(ports.ca))
+    async with aiohttp.ClientSession(connector=connector) as session:
+        # Prometheus verifies the certificate of --metrics-cert-path, as the test does.
+        async with session.get(f"https://127.0.0.1:{ports.metrics}/metrics", headers=headers,
                                timeout=aiohttp.ClientTimeout(total=10)) as response:
             return response.status, await response.text()
 
 
-async def check_metrics(emulator, port: int) -> None:
+async def check_metrics(emulator, port: Ports) -> None:
     emulator.tokens.update({"scraper-token": "system:serviceaccount:monitoring:prometheus",
                             "nosy-token": "system:serviceaccount:default:nosy"})
     emulator.allowed.add("system:serviceaccount:monitoring:prometheus")
@@ -180,9 +198,32 @@ async def check_metrics(emulator, port: int) -> None:
           f"{len(counts)} controllers' reconcile counts for an allowed one")
 
 
-async def run_checks(emulator, client, project, project_dir, manager, probe, metrics) -> None:
+async def check_http2(manager: str, base_env: dict, tmp: pathlib.Path, ports: Ports) -> None:
+    await e2e_webhooks.check_http2_refused(f"https://127.0.0.1:{ports.webhook}/convert",
+                                           f"https://127.0.0.1:{ports.metrics}/metrics", ports.ca)
+    # A replica with HTTP/2 on, which answers it: the check above can fail. It is a follower,
+    # and serves webhooks as every replica does.
+    webhook = free_port()
+    replica = await Replica.start("h2", manager, {**base_env, "ENABLE_WEBHOOKS": "true"}, tmp,
+                                  "--enable-http2", "--webhook-cert-path", str(ports.certs),
+                                  "--webhook-port", str(webhook))
+    try:
+        deadline = asyncio.get_running_loop().time() + TIMEOUT
+        while (await e2e_webhooks.http_version(f"https://127.0.0.1:{webhook}/convert", ports.ca))[2] == \
+                e2e_webhooks.CURL_COULDNT_CONNECT:
+            assert replica.process.returncode is None, f"the replica with --enable-http2 exited with {replica.process.returncode}"
+            assert asyncio.get_running_loop().time() < deadline, f"not within {TIMEOUT} s: the replica's webhook port"
+            await asyncio.sleep(0.2)
+        await e2e_webhooks.check_http2_served(f"https://127.0.0.1:{webhook}/convert", ports.ca)
+    finally:
+        await replica.stop()
+    print("   no HTTP/2 on the webhook and metrics ports; HTTP/2 on the webhook port of a replica with --enable-http2")
+
+
+async def run_checks(emulator, client, project, project_dir, manager, ports: Ports, manager_bin: str,
+                     base_env: dict, tmp: pathlib.Path) -> list:
     await step("the manager reports ready on /readyz",
-               wait_http(f"http://127.0.0.1:{probe}/readyz", 200, "/readyz answers 200", manager))
+               wait_http(f"http://127.0.0.1:{ports.probe}/readyz", 200, "/readyz answers 200", manager))
     leases = emulator.list("coordination.k8s.io", "v1", "leases")
     assert len(leases) == 1 and leases[0]["spec"].get("holderIdentity"), leases
     lease_name = leases[0]["metadata"]["name"]
@@ -211,7 +252,12 @@ async def run_checks(emulator, client, project, project_dir, manager, probe, met
         await reconciled(emulator, file, group, version, plural, namespace, name)
 
     await step("/metrics serves only whom the API server authenticates and authorizes",
-               check_metrics(emulator, metrics))
+               check_metrics(emulator, ports))
+    samples_by_kind = {(s["apiVersion"], s["kind"]): s for s in SAMPLES.values()}
+    await step("the webhooks over HTTPS, as the API server calls them",
+               e2e_webhooks.check_webhooks(ports.webhook, ports.ca, project_dir, emulator, samples_by_kind,
+                                           NAMESPACE))
+    await step("HTTP/2 only with --enable-http2", check_http2(manager_bin, base_env, tmp, ports))
 
     for file, group, version, plural, namespace, name, path in samples:
         async with client.delete(f"{path}/{name}") as r:
@@ -247,7 +293,7 @@ class Replica:
         self.name, self.process, self.token = name, process, token
 
     @classmethod
-    async def start(cls, name: str, manager: str, base_env: dict, tmp: pathlib.Path) -> "Replica":
+    async def start(cls, name: str, manager: str, base_env: dict, tmp: pathlib.Path, *flags: str) -> "Replica":
         config = json.loads(pathlib.Path(base_env["KUBECONFIG"]).read_text())
         token = f"token-{name}"
         config["users"][0]["user"]["token"] = token
@@ -256,7 +302,7 @@ class Replica:
         env = {**base_env, "KUBECONFIG": str(kubeconfig), "POD_NAME": name, "RUST_LOG": "warn"}
         process = await asyncio.create_subprocess_exec(
             manager, "--leader-elect", *ELECTION_FLAGS, "--metrics-bind-address", "0",
-            "--health-probe-bind-address", f"127.0.0.1:{free_port()}", env=env)
+            "--health-probe-bind-address", f"127.0.0.1:{free_port()}", *flags, env=env)
         return cls(name, process, token)
 
     async def stop(self) -> None:

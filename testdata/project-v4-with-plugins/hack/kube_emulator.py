@@ -101,9 +101,9 @@ def json_patch(document: Any, operations: list[dict[str, Any]]) -> Any:
         path = op["path"]
         if path == "":
             raise PatchFailed("patches of the whole document are not supported")
-        parent, key = locate(path)
         kind = op["op"]
         try:
+            parent, key = locate(path)
             if kind == "test":
                 current = parent[key] if (isinstance(parent, dict) and key in parent) or (
                     isinstance(parent, list) and isinstance(key, int) and key < len(parent)) else None

@@ -41,11 +41,13 @@ use axum::extract::Request;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64_STANDARD;
 use futures::FutureExt as _;
 use http_body_util::BodyExt as _;
-use kube::core::admission::{AdmissionResponse, AdmissionReview, Operation};
+use kube::core::admission::Operation;
 use kube::core::conversion::ConversionReview;
-use kube::core::{DynamicObject, Resource, Status};
+use kube::core::{Resource, Status};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -538,20 +540,33 @@ impl Webhooks {
             response.status(),
             String::from_utf8_lossy(response.body())
         );
-        let review: AdmissionReview<DynamicObject> = serde_json::from_slice(response.body())?;
+        let review: ReadAnswer = serde_json::from_slice(response.body())?;
+        anyhow::ensure!(
+            review.kind == "AdmissionReview",
+            "{path} answered a {} rather than an AdmissionReview",
+            review.kind
+        );
         let response = review
             .response
             .ok_or_else(|| anyhow::anyhow!("{path} answered a review without a response"))?;
-        let patch = match &response.patch {
-            None => None,
-            Some(bytes) => Some(serde_json::from_slice(bytes)?),
+        let patch = match (&response.patch, response.patch_type.as_deref()) {
+            (None, None) => None,
+            (Some(patch), Some("JSONPatch")) => {
+                let bytes = BASE64_STANDARD
+                    .decode(patch)
+                    .map_err(|error| anyhow::anyhow!("{path}: the patch is not base64: {error}"))?;
+                Some(serde_json::from_slice(&bytes)?)
+            }
+            (patch, patch_type) => {
+                anyhow::bail!("{path} answered the patch {patch:?} of type {patch_type:?}")
+            }
         };
         Ok(Admission {
             uid: response.uid,
             allowed: response.allowed,
-            message: response.result.message,
-            reason: response.result.reason,
-            code: response.result.code,
+            message: response.status.message,
+            reason: response.status.reason,
+            code: response.status.code,
             warnings: response.warnings.unwrap_or_default(),
             patch,
         })
@@ -592,6 +607,26 @@ impl Webhooks {
             },
         )
     }
+}
+
+/// An AdmissionReview's answer as the API server reads it: the patch base64.
+#[derive(Deserialize)]
+struct ReadAnswer {
+    #[serde(default)]
+    kind: String,
+    response: Option<ReadOutcome>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadOutcome {
+    uid: String,
+    allowed: bool,
+    #[serde(default)]
+    status: Status,
+    patch: Option<String>,
+    patch_type: Option<String>,
+    warnings: Option<Warnings>,
 }
 
 /// An AdmissionReview's answer, as [`Webhooks::review`] reads it.
@@ -956,48 +991,89 @@ where
         Ok(read) => read,
         Err(message) => return bad_request(format!("malformed AdmissionReview: {message}")),
     };
-    let mut response = AdmissionResponse::invalid("");
-    response.types.api_version = api_version;
-    response.uid = uid;
-    response.allowed = true;
-    response.result = Status::success();
+    let mut answer = AdmissionOutcome {
+        uid,
+        allowed: true,
+        status: Status::success(),
+        patch: None,
+        patch_type: None,
+        warnings: None,
+    };
     let outcome = AssertUnwindSafe(handle(objects)).catch_unwind().await;
-    let response = match outcome {
+    match outcome {
         Ok(Ok((warnings, ops))) => {
-            let mut response = if ops.is_empty() {
-                response
-            } else {
-                match response.with_patch(json_patch::Patch(ops)) {
-                    Ok(response) => response,
+            if !ops.is_empty() {
+                match serde_json::to_vec(&json_patch::Patch(ops)) {
+                    Ok(patch) => {
+                        answer.patch = Some(BASE64_STANDARD.encode(patch));
+                        answer.patch_type = Some("JSONPatch");
+                    }
                     Err(error) => {
-                        return json(
-                            &AdmissionResponse::invalid(format!("cannot write the patch: {error}"))
-                                .into_review(),
+                        answer.deny(
+                            format!("cannot write the patch: {error}"),
+                            "InternalError",
+                            500,
                         );
                     }
                 }
-            };
-            if !warnings.is_empty() {
-                response.warnings = Some(warnings);
             }
-            response
+            if !warnings.is_empty() {
+                answer.warnings = Some(warnings);
+            }
         }
-        Ok(Err(denied)) => {
-            let mut response = response.deny(&denied.message);
-            response.result.reason = denied.reason;
-            response.result.code = denied.code;
-            response
-        }
+        Ok(Err(denied)) => answer.deny(denied.message, &denied.reason, denied.code),
         Err(panic) => {
             let message = panic_message(&*panic);
-            tracing::error!(uid = %response.uid, "a webhook handler panicked: {message}");
-            let mut response = response.deny(format!("the webhook panicked: {message}"));
-            response.result.reason = "InternalError".into();
-            response.result.code = 500;
-            response
+            tracing::error!(uid = %answer.uid, "a webhook handler panicked: {message}");
+            answer.deny(
+                format!("the webhook panicked: {message}"),
+                "InternalError",
+                500,
+            );
         }
-    };
-    json(&response.into_review())
+    }
+    json(&AdmissionAnswer {
+        api_version,
+        kind: "AdmissionReview",
+        response: answer,
+    })
+}
+
+/// The answer to an AdmissionReview.
+///
+/// kube's `AdmissionResponse` writes `patch` as an array of numbers, one per byte
+/// (kube-rs/kube#1781). Go's JSON decoder happens to take that, but the API defines the field as
+/// base64, as controller-runtime writes it, and an array costs nearly three times the bytes.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AdmissionAnswer {
+    api_version: String,
+    kind: &'static str,
+    response: AdmissionOutcome,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AdmissionOutcome {
+    uid: String,
+    allowed: bool,
+    status: Status,
+    /// The JSON patch, base64.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warnings: Option<Warnings>,
+}
+
+impl AdmissionOutcome {
+    fn deny(&mut self, message: String, reason: &str, code: u16) {
+        self.allowed = false;
+        self.status = Status::failure(&message, reason).with_code(code);
+        self.patch = None;
+        self.patch_type = None;
+    }
 }
 
 /// The apiVersion, the uid and the objects of an AdmissionReview, or why it is not one.
@@ -1338,6 +1414,42 @@ pub(crate) mod tests {
         assert_eq!(
             (denied.message.as_str(), denied.reason.as_str(), denied.code),
             ("forbidden image", "Forbidden", 403)
+        );
+    }
+
+    #[tokio::test]
+    async fn the_answer_is_written_as_the_api_defines_it() {
+        // The bytes on the wire, not a typed read of them: `patch` is base64 text, and a
+        // denial's status is a Failure with its reason and code.
+        let webhooks = webhooks();
+        let body = serde_json::to_vec(&review::create(&app(0, "nginx"))).unwrap();
+        let response = within(webhooks.call("/mutate", body)).await;
+        let answer: serde_json::Value = serde_json::from_slice(response.body()).unwrap();
+        assert_eq!(
+            answer,
+            serde_json::json!({
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "response": {
+                    "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+                    "allowed": true,
+                    "status": {"status": "Success"},
+                    "patch": BASE64_STANDARD.encode(r#"[{"op":"replace","path":"/spec/replicas","value":1}]"#),
+                    "patchType": "JSONPatch",
+                },
+            })
+        );
+
+        let body = serde_json::to_vec(&review::create(&app(1, "forbidden"))).unwrap();
+        let response = within(webhooks.call("/mutate", body)).await;
+        let answer: serde_json::Value = serde_json::from_slice(response.body()).unwrap();
+        assert_eq!(
+            answer["response"],
+            serde_json::json!({
+                "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+                "allowed": false,
+                "status": {"status": "Failure", "message": "forbidden image", "reason": "Forbidden", "code": 403},
+            })
         );
     }
 
