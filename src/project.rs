@@ -379,42 +379,7 @@ impl Project {
         if !self.deploy_images.is_empty() {
             let _ = writeln!(out, "  {DEPLOY_IMAGE}:\n    resources:");
             for image in &self.deploy_images {
-                if !image.domain.is_empty() {
-                    let _ = writeln!(out, "    - domain: {}", crate::yaml::scalar(&image.domain));
-                }
-                let mut first = image.domain.is_empty();
-                let mut key = |out: &mut String, text: String| {
-                    out.push_str(if first { "    - " } else { "      " });
-                    out.push_str(&text);
-                    first = false;
-                };
-                if !image.group.is_empty() {
-                    key(
-                        &mut out,
-                        format!("group: {}\n", crate::yaml::scalar(&image.group)),
-                    );
-                }
-                key(
-                    &mut out,
-                    format!("kind: {}\n", crate::yaml::scalar(&image.kind)),
-                );
-                key(&mut out, "options:\n".to_owned());
-                let options = &image.options;
-                for (name, value) in [
-                    ("containerCommand", options.container_command.as_ref()),
-                    ("containerPort", options.container_port.as_ref()),
-                    ("image", Some(&options.image)),
-                    ("runAsUser", options.run_as_user.as_ref()),
-                ] {
-                    if let Some(value) = value {
-                        let _ = writeln!(out, "        {name}: {}", quoted(value));
-                    }
-                }
-                let _ = writeln!(
-                    out,
-                    "      version: {}",
-                    crate::yaml::scalar(&image.version)
-                );
+                write_deploy_image(&mut out, image);
             }
         }
         let _ = writeln!(
@@ -443,104 +408,168 @@ impl Project {
             out.push_str("resources:\n");
         }
         for resource in &self.resources {
-            let mut first = true;
-            let mut key = |out: &mut String, key: &str| {
-                out.push_str(if first { "- " } else { "  " });
-                out.push_str(key);
-                first = false;
-            };
-            if let Some(api) = &resource.api {
-                key(&mut out, "api:\n");
-                let _ = writeln!(
-                    out,
-                    "    crdVersion: {}",
-                    crate::yaml::scalar(&api.crd_version)
-                );
-                if api.namespaced {
-                    out.push_str("    namespaced: true\n");
-                }
-                if api.ssa {
-                    out.push_str("    ssa: true\n");
-                }
-            }
-            if resource.controller {
-                key(&mut out, "controller: true\n");
-            }
-            if !resource.controllers.is_empty() {
-                key(&mut out, "controllers:\n");
-                for controller in &resource.controllers {
-                    let _ = writeln!(out, "  - name: {}", crate::yaml::scalar(&controller.name));
-                }
-            }
-            if resource.core {
-                key(&mut out, "core: true\n");
-            }
-            if !resource.domain.is_empty() {
-                key(
-                    &mut out,
-                    &format!("domain: {}\n", crate::yaml::scalar(&resource.domain)),
-                );
-            }
-            if !resource.group.is_empty() {
-                key(
-                    &mut out,
-                    &format!("group: {}\n", crate::yaml::scalar(&resource.group)),
-                );
-            }
-            key(
-                &mut out,
-                &format!("kind: {}\n", crate::yaml::scalar(&resource.kind)),
-            );
-            if let Some(plural) = &resource.plural {
-                key(
-                    &mut out,
-                    &format!("plural: {}\n", crate::yaml::scalar(plural)),
-                );
-            }
-            key(
-                &mut out,
-                &format!("version: {}\n", crate::yaml::scalar(&resource.version)),
-            );
-            if let Some(webhooks) = &resource.webhooks {
-                out.push_str("  webhooks:\n");
-                if webhooks.conversion {
-                    out.push_str("    conversion: true\n");
-                }
-                if webhooks.defaulting {
-                    out.push_str("    defaulting: true\n");
-                }
-                if let Some(path) = &webhooks.defaulting_path {
-                    let _ = writeln!(out, "    defaultingPath: {}", crate::yaml::scalar(path));
-                }
-                if !webhooks.spoke.is_empty() {
-                    out.push_str("    spoke:\n");
-                    for version in &webhooks.spoke {
-                        let _ = writeln!(out, "    - {}", crate::yaml::scalar(version));
-                    }
-                }
-                if webhooks.validation {
-                    out.push_str("    validation: true\n");
-                }
-                if let Some(path) = &webhooks.validation_path {
-                    let _ = writeln!(out, "    validationPath: {}", crate::yaml::scalar(path));
-                }
-                let _ = writeln!(
-                    out,
-                    "    webhookVersion: {}",
-                    crate::yaml::scalar(&webhooks.webhook_version)
-                );
-            }
-            for (name, value) in &resource.extra {
-                let entry = BTreeMap::from([(name, value)]);
-                let text = serde_yaml::to_string(&entry).unwrap_or_default();
-                for line in text.lines() {
-                    let _ = writeln!(out, "  {line}");
-                }
-            }
+            write_resource(&mut out, resource);
         }
         out.push_str("version: \"3\"\n");
         out
     }
+}
+
+/// The keys of one entry of a YAML list, the first after the list's `- `: kubebuilder writes
+/// PROJECT's keys in this order, so it is written by hand rather than through serde.
+struct ListEntry {
+    first: &'static str,
+    rest: &'static str,
+    started: bool,
+}
+
+impl ListEntry {
+    fn new(first: &'static str, rest: &'static str) -> Self {
+        Self {
+            first,
+            rest,
+            started: false,
+        }
+    }
+
+    fn key(&mut self, out: &mut String, text: &str) {
+        out.push_str(if self.started { self.rest } else { self.first });
+        out.push_str(text);
+        self.started = true;
+    }
+}
+
+/// One entry of the deploy-image plugin's `resources`.
+fn write_deploy_image(out: &mut String, image: &DeployImage) {
+    let mut entry = ListEntry::new("    - ", "      ");
+    if !image.domain.is_empty() {
+        entry.key(
+            out,
+            &format!("domain: {}\n", crate::yaml::scalar(&image.domain)),
+        );
+    }
+    if !image.group.is_empty() {
+        entry.key(
+            out,
+            &format!("group: {}\n", crate::yaml::scalar(&image.group)),
+        );
+    }
+    entry.key(
+        out,
+        &format!("kind: {}\n", crate::yaml::scalar(&image.kind)),
+    );
+    entry.key(out, "options:\n");
+    let options = &image.options;
+    for (name, value) in [
+        ("containerCommand", options.container_command.as_ref()),
+        ("containerPort", options.container_port.as_ref()),
+        ("image", Some(&options.image)),
+        ("runAsUser", options.run_as_user.as_ref()),
+    ] {
+        if let Some(value) = value {
+            let _ = writeln!(out, "        {name}: {}", quoted(value));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "      version: {}",
+        crate::yaml::scalar(&image.version)
+    );
+}
+
+/// One entry of `resources`.
+fn write_resource(out: &mut String, resource: &Resource) {
+    let mut entry = ListEntry::new("- ", "  ");
+    if let Some(api) = &resource.api {
+        entry.key(out, "api:\n");
+        let _ = writeln!(
+            out,
+            "    crdVersion: {}",
+            crate::yaml::scalar(&api.crd_version)
+        );
+        if api.namespaced {
+            out.push_str("    namespaced: true\n");
+        }
+        if api.ssa {
+            out.push_str("    ssa: true\n");
+        }
+    }
+    if resource.controller {
+        entry.key(out, "controller: true\n");
+    }
+    if !resource.controllers.is_empty() {
+        entry.key(out, "controllers:\n");
+        for controller in &resource.controllers {
+            let _ = writeln!(out, "  - name: {}", crate::yaml::scalar(&controller.name));
+        }
+    }
+    if resource.core {
+        entry.key(out, "core: true\n");
+    }
+    if !resource.domain.is_empty() {
+        entry.key(
+            out,
+            &format!("domain: {}\n", crate::yaml::scalar(&resource.domain)),
+        );
+    }
+    if !resource.group.is_empty() {
+        entry.key(
+            out,
+            &format!("group: {}\n", crate::yaml::scalar(&resource.group)),
+        );
+    }
+    entry.key(
+        out,
+        &format!("kind: {}\n", crate::yaml::scalar(&resource.kind)),
+    );
+    if let Some(plural) = &resource.plural {
+        entry.key(out, &format!("plural: {}\n", crate::yaml::scalar(plural)));
+    }
+    entry.key(
+        out,
+        &format!("version: {}\n", crate::yaml::scalar(&resource.version)),
+    );
+    if let Some(webhooks) = &resource.webhooks {
+        write_webhooks(out, webhooks);
+    }
+    for (name, value) in &resource.extra {
+        let entry = BTreeMap::from([(name, value)]);
+        let text = serde_yaml::to_string(&entry).unwrap_or_default();
+        for line in text.lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+}
+
+/// A resource's `webhooks`.
+fn write_webhooks(out: &mut String, webhooks: &ResourceWebhooks) {
+    out.push_str("  webhooks:\n");
+    if webhooks.conversion {
+        out.push_str("    conversion: true\n");
+    }
+    if webhooks.defaulting {
+        out.push_str("    defaulting: true\n");
+    }
+    if let Some(path) = &webhooks.defaulting_path {
+        let _ = writeln!(out, "    defaultingPath: {}", crate::yaml::scalar(path));
+    }
+    if !webhooks.spoke.is_empty() {
+        out.push_str("    spoke:\n");
+        for version in &webhooks.spoke {
+            let _ = writeln!(out, "    - {}", crate::yaml::scalar(version));
+        }
+    }
+    if webhooks.validation {
+        out.push_str("    validation: true\n");
+    }
+    if let Some(path) = &webhooks.validation_path {
+        let _ = writeln!(out, "    validationPath: {}", crate::yaml::scalar(path));
+    }
+    let _ = writeln!(
+        out,
+        "    webhookVersion: {}",
+        crate::yaml::scalar(&webhooks.webhook_version)
+    );
 }
 
 /// A YAML scalar, always double-quoted: kubebuilder quotes the deploy-image options, which hold
