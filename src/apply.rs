@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context as _;
 
-use crate::scaffold::{Plan, Policy, markers};
+use crate::scaffold::{Insertion, Plan, PlannedFile, Policy, markers};
+use crate::tree::{OnDisk, Tree};
 use crate::ui::{self, UserError};
 
 /// How to apply.
@@ -46,7 +47,7 @@ struct Change {
 
 /// Applies `plan` under `root`. Files are written in path order, `PROJECT` last.
 pub fn apply(root: &Path, plan: Plan, options: Options) -> anyhow::Result<()> {
-    let changes = resolve(root, plan, options)?;
+    let changes = resolve(&OnDisk(root), plan, options)?;
     if options.dry_run {
         // The listing is what the command was asked for: data, on stdout.
         let mut listing = String::new();
@@ -78,13 +79,99 @@ pub fn apply(root: &Path, plan: Plan, options: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Applies `plan` to a project in memory, as `apply` does to one on disk: the same decisions,
+/// conflicts and refusals, with the files of `tree` changed instead of written.
+#[cfg(test)]
+pub fn apply_in_memory(
+    tree: &mut crate::tree::Memory,
+    plan: Plan,
+    options: Options,
+) -> anyhow::Result<()> {
+    for change in resolve(tree, plan, options)? {
+        match change.action {
+            Action::Remove => {
+                tree.files.remove(&change.path);
+            }
+            Action::Keep | Action::Unchanged => {}
+            Action::Create | Action::Update | Action::Overwrite => {
+                tree.files.insert(change.path, change.contents);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Decides what happens to every path, with no writes: the final contents of each file, or the
-/// conflicts and missing markers that stop the whole plan.
-fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Change>> {
-    let mut changes: BTreeMap<PathBuf, Change> = BTreeMap::new();
+/// conflicts and missing markers that stop the whole plan. The steps, in order: the planned
+/// files under their policies, the insertions into them or into the files of `tree`, the
+/// removals, then the files derived from the tree as all of that leaves it.
+fn resolve(tree: &dyn Tree, plan: Plan, options: Options) -> anyhow::Result<Vec<Change>> {
+    let mut changes = resolve_files(tree, plan.files, options)?;
+    resolve_insertions(tree, plan.insertions, &mut changes)?;
+    for path in plan.removals {
+        // Any file goes, text or not; a folder or a missing path is left alone.
+        if changes.contains_key(&path) || !tree.is_file(&path) {
+            continue;
+        }
+        changes.insert(
+            path.clone(),
+            Change {
+                path,
+                action: Action::Remove,
+                contents: String::new(),
+                before: None,
+            },
+        );
+    }
+    for derived in plan.derived {
+        let view = View {
+            tree,
+            changes: &changes,
+        };
+        // A bad marker the user wrote is named by its line in the file as the user has it,
+        // before insertions move it; an error only the plan brings is named in the view.
+        let contents = match (derived.derive)(&view) {
+            Ok(contents) => contents,
+            Err(error) => return Err((derived.derive)(tree).err().unwrap_or(error)),
+        };
+        let existing = tree.read(&derived.path)?;
+        let action = match &existing {
+            None => Action::Create,
+            Some(old) if *old == contents => Action::Unchanged,
+            Some(_) => Action::Update,
+        };
+        changes.insert(
+            derived.path.clone(),
+            Change {
+                path: derived.path,
+                action,
+                contents,
+                before: existing,
+            },
+        );
+    }
+    refuse_read_only(tree, &changes)?;
+    let mut changes: Vec<Change> = changes.into_values().collect();
+    changes.sort_by_key(|change| {
+        (
+            change.path == Path::new(crate::project::FILE),
+            change.path.clone(),
+        )
+    });
+    Ok(changes)
+}
+
+/// The planned files under their policies; every file that would overwrite one of another
+/// content, without `--force`, is named in one refusal.
+fn resolve_files(
+    tree: &dyn Tree,
+    files: Vec<PlannedFile>,
+    options: Options,
+) -> anyhow::Result<BTreeMap<PathBuf, Change>> {
+    let mut changes = BTreeMap::new();
     let mut conflicts = Vec::new();
-    for file in plan.files {
-        let existing = read_existing(root, &file.path)?;
+    for file in files {
+        let existing = tree.read(&file.path)?;
         let action = match (&existing, file.policy) {
             (None, _) => Action::Create,
             (Some(old), _) if *old == file.contents => Action::Unchanged,
@@ -112,25 +199,34 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
             },
         );
     }
-    if !conflicts.is_empty() {
-        let list: Vec<String> = conflicts
-            .iter()
-            .map(|p| format!("`{}`", p.display()))
-            .collect();
-        return Err(UserError::new(format!(
-            "{} already exist{} and would be overwritten",
-            list.join(", "),
-            if list.len() == 1 { "s" } else { "" }
-        ))
-        .help("pass --force to overwrite them")
-        .into());
+    if conflicts.is_empty() {
+        return Ok(changes);
     }
+    let list: Vec<String> = conflicts
+        .iter()
+        .map(|p| format!("`{}`", p.display()))
+        .collect();
+    Err(UserError::new(format!(
+        "{} already exist{} and would be overwritten",
+        list.join(", "),
+        if list.len() == 1 { "s" } else { "" }
+    ))
+    .help("pass --force to overwrite them")
+    .into())
+}
 
-    for insertion in plan.insertions {
+/// Each insertion into the file as the plan leaves it, or as `tree` holds it. A file rendered
+/// anew (`--force`) whose insertions give back what it holds is unchanged.
+fn resolve_insertions(
+    tree: &dyn Tree,
+    insertions: Vec<Insertion>,
+    changes: &mut BTreeMap<PathBuf, Change>,
+) -> anyhow::Result<()> {
+    for insertion in insertions {
         let change = match changes.get_mut(&insertion.path) {
             Some(change) => change,
             None => {
-                let contents = read_existing(root, &insertion.path)?.ok_or_else(|| {
+                let contents = tree.read(&insertion.path)?.ok_or_else(|| {
                     UserError::new(format!(
                         "cannot insert into `{}`: the file does not exist",
                         insertion.path.display()
@@ -161,7 +257,6 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
             change.contents = updated;
         }
     }
-    // A file rendered anew (`--force`) whose insertions give back what it holds is unchanged.
     for change in changes.values_mut() {
         if matches!(change.action, Action::Update | Action::Overwrite)
             && change.before.as_ref() == Some(&change.contents)
@@ -169,24 +264,11 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
             change.action = Action::Unchanged;
         }
     }
+    Ok(())
+}
 
-    for path in plan.removals {
-        // Any file goes, text or not; a folder or a missing path is left alone.
-        let is_file = fs::symlink_metadata(root.join(&path)).is_ok_and(|meta| !meta.is_dir());
-        if changes.contains_key(&path) || !is_file {
-            continue;
-        }
-        changes.insert(
-            path.clone(),
-            Change {
-                path,
-                action: Action::Remove,
-                contents: String::new(),
-                before: None,
-            },
-        );
-    }
-
+/// Refuses a plan that changes or removes a read-only file, naming every such file.
+fn refuse_read_only(tree: &dyn Tree, changes: &BTreeMap<PathBuf, Change>) -> anyhow::Result<()> {
     let read_only: Vec<String> = changes
         .values()
         .filter(|change| {
@@ -195,63 +277,70 @@ fn resolve(root: &Path, plan: Plan, options: Options) -> anyhow::Result<Vec<Chan
                 Action::Update | Action::Overwrite | Action::Remove
             )
         })
-        .filter(|change| {
-            fs::metadata(root.join(&change.path)).is_ok_and(|meta| meta.permissions().readonly())
-        })
+        .filter(|change| tree.is_read_only(&change.path))
         .map(|change| format!("`{}`", change.path.display()))
         .collect();
-    if !read_only.is_empty() {
-        return Err(UserError::new(format!(
-            "{} {} read-only, and rsbuilder would change {}",
-            read_only.join(", "),
-            if read_only.len() == 1 { "is" } else { "are" },
-            if read_only.len() == 1 { "it" } else { "them" },
-        ))
-        .help("make it writable (`chmod u+w <file>`), then run the command again")
-        .into());
+    if read_only.is_empty() {
+        return Ok(());
+    }
+    Err(UserError::new(format!(
+        "{} {} read-only, and rsbuilder would change {}",
+        read_only.join(", "),
+        if read_only.len() == 1 { "is" } else { "are" },
+        if read_only.len() == 1 { "it" } else { "them" },
+    ))
+    .help("make it writable (`chmod u+w <file>`), then run the command again")
+    .into())
+}
+
+/// The tree as a plan leaves it, before the derived files: the files it writes, inserts into
+/// and removes laid over the tree it was resolved against.
+struct View<'a> {
+    tree: &'a dyn Tree,
+    changes: &'a BTreeMap<PathBuf, Change>,
+}
+
+impl Tree for View<'_> {
+    fn read(&self, relative: &Path) -> anyhow::Result<Option<String>> {
+        match self.changes.get(relative) {
+            Some(change) if change.action == Action::Remove => Ok(None),
+            Some(change) => Ok(Some(change.contents.clone())),
+            None => self.tree.read(relative),
+        }
     }
 
-    let mut changes: Vec<Change> = changes.into_values().collect();
-    changes.sort_by_key(|change| {
-        (
-            change.path == Path::new(crate::project::FILE),
-            change.path.clone(),
-        )
-    });
-    Ok(changes)
+    fn is_file(&self, relative: &Path) -> bool {
+        match self.changes.get(relative) {
+            Some(change) => change.action != Action::Remove,
+            None => self.tree.is_file(relative),
+        }
+    }
+
+    fn is_read_only(&self, relative: &Path) -> bool {
+        self.tree.is_read_only(relative)
+    }
+
+    fn files_under(&self, dir: &Path, extension: &str) -> anyhow::Result<Vec<PathBuf>> {
+        let mut files: std::collections::BTreeSet<PathBuf> =
+            self.tree.files_under(dir, extension)?.into_iter().collect();
+        for (path, change) in self.changes {
+            if !path.starts_with(dir) || path.extension().is_none_or(|e| e != extension) {
+                continue;
+            }
+            if change.action == Action::Remove {
+                files.remove(path);
+            } else {
+                files.insert(path.clone());
+            }
+        }
+        Ok(files.into_iter().collect())
+    }
 }
 
 /// The text of `relative` under `root`, or `None` when it does not exist; a folder in its
 /// place or bytes that are not UTF-8 are errors that name it.
 pub fn read_existing(root: &Path, relative: &Path) -> anyhow::Result<Option<String>> {
-    let path = root.join(relative);
-    match fs::read(&path) {
-        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
-            UserError::new(format!(
-                "`{}` exists and is not UTF-8 text",
-                relative.display()
-            ))
-            .into()
-        }),
-        // A path below a file cannot exist; writing it fails later, and is undone.
-        Err(error)
-            if matches!(
-                error.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            Ok(None)
-        }
-        Err(_) if path.is_dir() => Err(UserError::new(format!(
-            "`{}` is a directory, where rsbuilder would write a file",
-            relative.display()
-        ))
-        .help("move the directory away, then run the command again")
-        .into()),
-        Err(error) => {
-            Err(error).with_context(|| format!("failed to read `{}`", relative.display()))
-        }
-    }
+    OnDisk(root).read(relative)
 }
 
 /// The journal of the command that is writing the project: what it created, replaced and
@@ -616,7 +705,8 @@ fn write_one(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scaffold::{Insertion, PlannedFile};
+    use crate::scaffold::{Derived, Insertion, PlannedFile};
+    use crate::tree::Memory;
 
     fn file(path: &str, contents: &str, policy: Policy) -> PlannedFile {
         PlannedFile {
@@ -643,6 +733,94 @@ mod tests {
         out
     }
 
+    fn memory(files: &[(&str, &str)]) -> Memory {
+        Memory {
+            files: files
+                .iter()
+                .map(|(path, text)| (PathBuf::from(path), (*text).to_owned()))
+                .collect(),
+        }
+    }
+
+    /// A derived file that lists every `.rs` file under `src` with its text.
+    fn listing() -> Derived {
+        Derived::new("listing.txt", |tree| {
+            let files = crate::tree::read_all(tree, &["src"], "rs")?;
+            Ok(files
+                .iter()
+                .map(|(path, text)| format!("{}={text:?}\n", path.display()))
+                .collect())
+        })
+    }
+
+    #[test]
+    fn derived_files_see_the_tree_the_plan_leaves() {
+        let mut tree = memory(&[
+            ("src/a.rs", "a\n// +rsbuilder:scaffold:m\n"),
+            ("src/kept.rs", "the user's"),
+            ("src/gone.rs", "old"),
+            ("listing.txt", "stale"),
+        ]);
+        let plan = Plan {
+            files: vec![
+                file("src/kept.rs", "the template's", Policy::IfMissing),
+                file("src/new.rs", "new", Policy::Owned),
+                file("src/other.txt", "not a source", Policy::Owned),
+            ],
+            insertions: vec![Insertion {
+                path: "src/a.rs".into(),
+                marker: "m".into(),
+                fragment: "inserted\n".into(),
+                block: false,
+            }],
+            removals: vec!["src/gone.rs".into()],
+            derived: vec![listing()],
+        };
+        apply_in_memory(&mut tree, plan, Options::default()).unwrap();
+        assert_eq!(
+            tree.files[Path::new("listing.txt")],
+            "src/a.rs=\"a\\ninserted\\n// +rsbuilder:scaffold:m\\n\"\n\
+             src/kept.rs=\"the user's\"\n\
+             src/new.rs=\"new\"\n"
+        );
+        assert!(!tree.files.contains_key(Path::new("src/gone.rs")));
+    }
+
+    /// A derived file that refuses the first line holding `bad`, by its number.
+    fn refusing() -> Derived {
+        Derived::new("out.txt", |tree| {
+            let text = tree.read(Path::new("src/a.rs"))?.unwrap_or_default();
+            match text.lines().position(|line| line == "bad") {
+                Some(at) => anyhow::bail!("bad at src/a.rs:{}", at + 1),
+                None => Ok(text),
+            }
+        })
+    }
+
+    #[test]
+    fn a_derived_file_names_the_users_mistake_where_the_user_sees_it() {
+        let insertion = |fragment: &str| Insertion {
+            path: "src/a.rs".into(),
+            marker: "m".into(),
+            fragment: fragment.into(),
+            block: false,
+        };
+        let plan = |fragment: &str| Plan {
+            insertions: vec![insertion(fragment)],
+            derived: vec![refusing()],
+            ..Plan::default()
+        };
+        // The user's line 3 is line 4 once the plan inserts above it: the error names line 3.
+        let mut tree = memory(&[("src/a.rs", "a\n// +rsbuilder:scaffold:m\nbad\n")]);
+        let error = apply_in_memory(&mut tree, plan("first\n"), Options::default()).unwrap_err();
+        assert_eq!(error.to_string(), "bad at src/a.rs:3");
+        // A mistake only the plan brings can only be named in the file the plan leaves.
+        let mut tree = memory(&[("src/a.rs", "a\n// +rsbuilder:scaffold:m\n")]);
+        let error = apply_in_memory(&mut tree, plan("bad\n"), Options::default()).unwrap_err();
+        assert_eq!(error.to_string(), "bad at src/a.rs:2");
+        assert_eq!(tree.files.len(), 1, "nothing is written");
+    }
+
     #[test]
     fn writes_files_and_insertions() {
         let dir = tempfile::tempdir().unwrap();
@@ -659,6 +837,7 @@ mod tests {
                 block: false,
             }],
             removals: Vec::new(),
+            derived: Vec::new(),
         };
         apply(dir.path(), plan, Options::default()).unwrap();
         assert_eq!(
@@ -679,6 +858,7 @@ mod tests {
             ],
             insertions: Vec::new(),
             removals: Vec::new(),
+            derived: Vec::new(),
         };
         let error = apply(dir.path(), plan, Options::default()).unwrap_err();
         assert!(
@@ -696,6 +876,7 @@ mod tests {
             files: vec![file("README.md", "theirs", Policy::KeepExisting)],
             insertions: Vec::new(),
             removals: Vec::new(),
+            derived: Vec::new(),
         };
         apply(dir.path(), plan(), Options::default()).unwrap();
         assert_eq!(
@@ -732,6 +913,7 @@ mod tests {
             ],
             insertions: Vec::new(),
             removals: Vec::new(),
+            derived: Vec::new(),
         };
         let error = apply(
             dir.path(),
@@ -764,6 +946,7 @@ mod tests {
                 block: false,
             }],
             removals: Vec::new(),
+            derived: Vec::new(),
         };
         let error = apply(dir.path(), plan, Options::default()).unwrap_err();
         assert!(error.to_string().contains("`main.rs`"), "{error}");
@@ -785,6 +968,7 @@ mod tests {
             ],
             insertions: Vec::new(),
             removals: Vec::new(),
+            derived: Vec::new(),
         };
         let error = apply(dir.path(), plan, Options::default()).unwrap_err();
         assert_eq!(
@@ -804,6 +988,7 @@ mod tests {
             files: vec![file("z/late.txt", "2", Policy::Owned)],
             insertions: Vec::new(),
             removals: vec!["old.rs".into(), "never-there.rs".into()],
+            derived: Vec::new(),
         };
         apply(dir.path(), plan(), Options::default()).unwrap_err();
         assert_eq!(snapshot(dir.path()), before, "the removal was undone");
@@ -935,6 +1120,7 @@ mod tests {
             files: vec![file("a.txt", "new", Policy::Owned)],
             insertions: Vec::new(),
             removals: Vec::new(),
+            derived: Vec::new(),
         };
         apply(
             dir.path(),

@@ -15,6 +15,7 @@ mod project;
 mod rbac;
 mod runtime;
 mod scaffold;
+mod tree;
 mod ui;
 mod versions;
 mod webhook;

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
-
+use crate::scaffold::Derived;
+use crate::tree::Tree;
 use crate::ui::UserError;
 
 /// Where the manager's role is written.
@@ -149,40 +149,23 @@ fn parse(body: &str) -> Result<Marker, String> {
     Ok(marker)
 }
 
-/// Every `.rs` file under `operator/src` and `runtime/src` of the project at `root`, by
-/// relative path. A missing folder has none.
-pub fn read_sources(root: &Path) -> anyhow::Result<BTreeMap<PathBuf, String>> {
-    let mut sources = BTreeMap::new();
-    for source in SOURCES {
-        let dir = root.join(source);
-        if !dir.exists() {
-            continue;
-        }
-        read_dir_sources(root, &dir, source, &mut sources)?;
-    }
-    Ok(sources)
+/// Every `.rs` file under `operator/src` and `runtime/src` of `tree`, by relative path. A
+/// missing folder has none.
+pub fn read_sources(tree: &dyn Tree) -> anyhow::Result<BTreeMap<PathBuf, String>> {
+    crate::tree::read_all(tree, SOURCES, "rs")
 }
 
-fn read_dir_sources(
-    root: &Path,
-    dir: &Path,
-    name: &str,
-    sources: &mut BTreeMap<PathBuf, String>,
-) -> anyhow::Result<()> {
-    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
-        let entry = entry.with_context(|| format!("failed to read `{name}`"))?;
-        if entry.file_type().is_file() && entry.path().extension().is_some_and(|e| e == "rs") {
-            let relative = entry
-                .path()
-                .strip_prefix(root)
-                .unwrap_or(entry.path())
-                .to_path_buf();
-            let text = std::fs::read_to_string(entry.path())
-                .with_context(|| format!("failed to read `{}`", relative.display()))?;
-            sources.insert(relative, text);
-        }
-    }
-    Ok(())
+/// `config/rbac/role.yaml`, derived from the markers of the sources as the plan leaves them.
+pub fn derived_role(namespaced_project: bool) -> Derived {
+    Derived::new(ROLE_FILE, move |tree| {
+        let sources = read_sources(tree)?;
+        Ok(role_from_sources(
+            sources
+                .iter()
+                .map(|(path, text)| (path.as_path(), text.as_str())),
+            namespaced_project,
+        )?)
+    })
 }
 
 /// `config/rbac/role.yaml` for the markers of `sources` (relative path → text); files outside

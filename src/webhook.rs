@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::scaffold::Derived;
 use crate::ui::UserError;
 
 /// Where the webhook configurations are written.
@@ -373,6 +374,20 @@ pub fn markers_from_sources<'a>(
 /// What `config/webhook/manifests.yaml` says when no marker asks for a webhook configuration
 /// (a project with conversion webhooks only).
 const NO_WEBHOOKS: &str = "# rsbuilder generate writes the webhook configurations here from the\n# `+rsbuilder:webhook` markers of operator/src; it found none.\n";
+
+/// `config/webhook/manifests.yaml`, derived from the webhook markers of `operator/src` as the
+/// plan leaves it: the sources it keeps, the files it writes and the code it inserts.
+pub fn derived_manifests() -> Derived {
+    Derived::new(MANIFESTS_FILE, |tree| {
+        let sources = crate::tree::read_all(tree, &[SOURCES], "rs")?;
+        let markers = markers_from_sources(
+            sources
+                .iter()
+                .map(|(path, text)| (path.as_path(), text.as_str())),
+        )?;
+        Ok(manifests(&markers)?)
+    })
+}
 
 /// `config/webhook/manifests.yaml` for `markers`. Two markers with one name are an error.
 pub fn manifests(markers: &[Marker]) -> Result<String, UserError> {

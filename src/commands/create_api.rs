@@ -1,9 +1,8 @@
 //! `rsbuilder create api`: a kind's Rust types, CRD, sample and RBAC roles, and a controller
 //! for it, wired into the files `init` made.
 
-use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context as _;
 use serde::Serialize;
@@ -17,6 +16,7 @@ use crate::project::{
 };
 use crate::rbac;
 use crate::scaffold::{self, Plan, PlannedFile, Policy};
+use crate::tree::{OnDisk, Tree};
 use crate::ui::{self, UserError};
 
 #[cfg(test)]
@@ -121,8 +121,8 @@ pub fn run(args: CreateApiArgs) -> anyhow::Result<()> {
     let _lock = apply::lock(&root)?;
     let mut project = project::load(&root)?;
     let request = resolve(&args, &project)?;
-    let disk = Disk::read(&root, &request)?;
-    let plan = plan(&project, &request, &disk)?;
+    let crd = crd_to_join(&OnDisk(&root), &request)?;
+    let plan = plan(&project, &request, crd.as_deref())?;
     let plan = with_project(plan, &mut project, &request);
     apply::apply(
         &root,
@@ -1025,28 +1025,17 @@ const SHARED_TEST_FILES: &[&str] = &[
     "operator/tests/controllers/support.rs",
 ];
 
-/// What planning needs from the disk, read before it.
-struct Disk {
-    /// The kind's CRD file, when this version joins a kind whose CRD exists and lacks it.
-    crd_to_join: Option<String>,
-    /// Every `.rs` file under `operator/src`, for the RBAC markers.
-    operator_sources: BTreeMap<PathBuf, String>,
-}
-
-impl Disk {
-    fn read(root: &Path, request: &Request) -> anyhow::Result<Self> {
-        let names = &request.names;
-        let crd_path = root.join(crd_path(names));
-        let crd_to_join = std::fs::read_to_string(&crd_path)
-            .ok()
-            .filter(|_| request.joins_kind)
-            .filter(|text| !crd_lists_version(text, &names.version));
-        let operator_sources = rbac::read_sources(root)?;
-        Ok(Self {
-            crd_to_join,
-            operator_sources,
-        })
+/// The kind's CRD in `tree`, when this version joins a kind whose CRD exists and lacks it.
+fn crd_to_join(tree: &dyn Tree, request: &Request) -> anyhow::Result<Option<String>> {
+    if !request.joins_kind {
+        return Ok(None);
     }
+    let names = &request.names;
+    Ok(tree
+        .read(&crd_path(names))
+        .ok()
+        .flatten()
+        .filter(|text| !crd_lists_version(text, &names.version)))
 }
 
 /// `config/crd/bases/<group>_<plural>.yaml`.
@@ -1062,7 +1051,7 @@ fn crd_lists_version(crd: &str, version: &str) -> bool {
         .is_some_and(|versions| versions.iter().any(|v| v["name"].as_str() == Some(version)))
 }
 
-fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Plan> {
+fn plan(project: &Project, request: &Request, crd_to_join: Option<&str>) -> anyhow::Result<Plan> {
     let names = &request.names;
     let crd_file = names::crd_file(&names.qualified_group, &names.plural);
     let sample_file = format!(
@@ -1159,7 +1148,7 @@ fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Pla
     let mut plan = Plan::default();
     if request.resource {
         let crd_path = crd_path(names);
-        let existing_crd = disk.crd_to_join.as_ref();
+        let existing_crd = crd_to_join;
         let crd_context = context_with_versions(&context, request, existing_crd.is_some())?;
         let mut files = scaffold::render_set("api", &crd_context, &paths, shared)?;
         if let Some(set) = api_overlay {
@@ -1205,8 +1194,7 @@ fn plan(project: &Project, request: &Request, disk: &Disk) -> anyhow::Result<Pla
             &controller_context,
             &paths,
         )?);
-        plan.files
-            .push(role(project, &disk.operator_sources, &plan.files)?);
+        plan.derived.push(rbac::derived_role(project.namespaced));
     }
     Ok(plan)
 }
@@ -1241,26 +1229,6 @@ fn context_with_versions(
         .collect();
     value.insert("versions", &versions);
     Ok(value)
-}
-
-/// `config/rbac/role.yaml` from the RBAC markers of `operator/src`, as this plan leaves it.
-fn role(
-    project: &Project,
-    on_disk: &BTreeMap<PathBuf, String>,
-    planned: &[PlannedFile],
-) -> anyhow::Result<PlannedFile> {
-    let mut sources: BTreeMap<&Path, &str> = on_disk
-        .iter()
-        .map(|(path, text)| (path.as_path(), text.as_str()))
-        .collect();
-    for file in planned {
-        sources.insert(&file.path, &file.contents);
-    }
-    Ok(PlannedFile {
-        path: rbac::ROLE_FILE.into(),
-        contents: rbac::role_from_sources(sources, project.namespaced)?,
-        policy: Policy::Regenerated,
-    })
 }
 
 /// Adds the resource to PROJECT and PROJECT to the plan, to be written last.

@@ -14,7 +14,8 @@ use crate::cli::CreateWebhookArgs;
 use crate::names::{self, ResourceNames};
 use crate::project::{self, Project, Resource, ResourceWebhooks};
 use crate::rbac;
-use crate::scaffold::{self, Insertion, Plan, PlannedFile, Policy};
+use crate::scaffold::{self, Plan, PlannedFile, Policy};
+use crate::tree::OnDisk;
 use crate::ui::{self, UserError};
 use crate::webhook;
 
@@ -88,7 +89,7 @@ pub fn run(args: CreateWebhookArgs) -> anyhow::Result<()> {
     let _lock = apply::lock(&root)?;
     let mut project = project::load(&root)?;
     let request = resolve(&args, &project)?;
-    let sources = rbac::read_sources(&root)?;
+    let sources = rbac::read_sources(&OnDisk(&root))?;
     let plan = plan(&project, &request, &sources)?;
     let plan = with_project(plan, &mut project, &request);
     apply::apply(
@@ -725,38 +726,8 @@ fn plan(
             )?);
         }
     }
-    plan.files.push(manifests(sources, &plan)?);
+    plan.derived.push(webhook::derived_manifests());
     Ok(plan)
-}
-
-/// `config/webhook/manifests.yaml` from the webhook markers of `operator/src` as the plan leaves
-/// it: the sources on disk, the files it writes, and the code it inserts.
-fn manifests(on_disk: &BTreeMap<PathBuf, String>, plan: &Plan) -> anyhow::Result<PlannedFile> {
-    let mut sources: BTreeMap<&Path, String> = on_disk
-        .iter()
-        .map(|(path, text)| (path.as_path(), text.clone()))
-        .collect();
-    for file in &plan.files {
-        sources.insert(&file.path, file.contents.clone());
-    }
-    let inserted: Vec<&Insertion> = plan
-        .insertions
-        .iter()
-        .filter(|insertion| insertion.path.extension().is_some_and(|e| e == "rs"))
-        .collect();
-    for insertion in inserted {
-        sources
-            .entry(&insertion.path)
-            .or_default()
-            .push_str(&insertion.fragment);
-    }
-    let markers =
-        webhook::markers_from_sources(sources.iter().map(|(path, text)| (*path, text.as_str())))?;
-    Ok(PlannedFile {
-        path: webhook::MANIFESTS_FILE.into(),
-        contents: webhook::manifests(&markers)?,
-        policy: Policy::Regenerated,
-    })
 }
 
 /// Records the webhooks in PROJECT and adds PROJECT to the plan, to be written last.

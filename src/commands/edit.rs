@@ -205,17 +205,7 @@ fn plan(
     }
     if old.namespaced != new.namespaced {
         project.namespaced = new.namespaced;
-        let sources = rbac::read_sources(root)?;
-        plan.files.push(PlannedFile {
-            path: rbac::ROLE_FILE.into(),
-            contents: rbac::role_from_sources(
-                sources
-                    .iter()
-                    .map(|(path, text)| (path.as_path(), text.as_str())),
-                project.namespaced,
-            )?,
-            policy: Policy::Regenerated,
-        });
+        plan.derived.push(rbac::derived_role(project.namespaced));
     }
     plan.files.push(PlannedFile {
         path: project::FILE.into(),

@@ -38,7 +38,7 @@ pub fn generate(root: &Path, check: bool) -> anyhow::Result<()> {
     let started = Instant::now();
     let project = project::load(root)?;
     // The markers first: a malformed one fails before anything is built.
-    let sources = rbac::read_sources(root)?;
+    let sources = rbac::read_sources(&crate::tree::OnDisk(root))?;
     let role = rbac::role_from_sources(
         sources
             .iter()
@@ -92,6 +92,7 @@ pub fn generate(root: &Path, check: bool) -> anyhow::Result<()> {
             files,
             insertions: Vec::new(),
             removals: Vec::new(),
+            derived: Vec::new(),
         },
         Options::default(),
     )?;

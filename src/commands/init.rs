@@ -258,6 +258,7 @@ fn plan(context: &Context, project: &Project) -> anyhow::Result<Plan> {
         files,
         insertions: Vec::new(),
         removals: Vec::new(),
+        derived: Vec::new(),
     })
 }
 

@@ -258,6 +258,7 @@ fn plan(
             files,
             insertions: Vec::new(),
             removals,
+            derived: Vec::new(),
         },
         pins,
     ))

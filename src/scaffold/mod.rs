@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use include_dir::{Dir, include_dir};
 
+use crate::tree::Tree;
+
 /// The templates, embedded: `templates/<set>/<path>.tera` renders `<path>`.
 static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
 
@@ -54,6 +56,39 @@ pub struct Insertion {
     pub block: bool,
 }
 
+/// How a derived file is computed from a tree.
+pub type Derive = Box<dyn Fn(&dyn Tree) -> anyhow::Result<String>>;
+
+/// A file derived from other files of the project (the RBAC role from the markers of the
+/// sources, the webhook configurations from theirs): `apply` computes it from the tree as the
+/// rest of the plan leaves it (planned files, insertions, removals, and the files it keeps as
+/// they are), and writes it whatever it held, like a `Regenerated` file.
+pub struct Derived {
+    /// Path relative to the project root.
+    pub path: PathBuf,
+    /// Its contents, from the tree the plan leaves.
+    pub derive: Derive,
+}
+
+impl Derived {
+    /// The file at `path`, computed by `derive`.
+    pub fn new(
+        path: impl Into<PathBuf>,
+        derive: impl Fn(&dyn Tree) -> anyhow::Result<String> + 'static,
+    ) -> Self {
+        Self {
+            path: path.into(),
+            derive: Box::new(derive),
+        }
+    }
+}
+
+impl std::fmt::Debug for Derived {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Derived").field("path", &self.path).finish()
+    }
+}
+
 /// Everything one command would change.
 #[derive(Debug, Default)]
 pub struct Plan {
@@ -63,6 +98,8 @@ pub struct Plan {
     pub insertions: Vec<Insertion>,
     /// Files to delete, relative to the project root; one that does not exist is skipped.
     pub removals: Vec<PathBuf>,
+    /// Files computed from the tree the rest of the plan leaves.
+    pub derived: Vec<Derived>,
 }
 
 /// Renders every template of `set` (a folder under `templates/`) with `context`. In template

@@ -15,10 +15,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use super::{Disk, Request, plan, resolve, with_project};
+use super::{crd_to_join, plan, resolve, with_project};
+use crate::apply::{self, Options};
 use crate::cli::CreateApiArgs;
 use crate::project::Project;
-use crate::scaffold::{Plan, Policy, markers};
+use crate::scaffold::Plan;
+use crate::tree::Memory;
 use crate::ui::UserError;
 
 const GROUPS: &[&str] = &[
@@ -135,7 +137,7 @@ impl Rng {
 /// A project in memory: its files by path, and its PROJECT.
 #[derive(Clone)]
 struct Tree {
-    files: BTreeMap<PathBuf, String>,
+    memory: Memory,
     project: Project,
     /// The files as `init` left them, which `check` need not read again.
     initial: std::sync::Arc<BTreeMap<PathBuf, String>>,
@@ -157,7 +159,7 @@ impl Tree {
                     .collect();
                 Tree {
                     initial: std::sync::Arc::new(files.clone()),
-                    files,
+                    memory: Memory { files },
                     project,
                 }
             })
@@ -172,8 +174,9 @@ impl Tree {
             Err(error) if error.downcast_ref::<UserError>().is_some() => return Ok(false),
             Err(error) => return Err(format!("resolve failed without a user error: {error:#}")),
         };
-        let disk = self.disk(&request);
-        let planned = plan(&self.project, &request, &disk).map_err(|e| format!("plan: {e:#}"))?;
+        let crd = crd_to_join(&self.memory, &request).map_err(|e| format!("read: {e:#}"))?;
+        let planned =
+            plan(&self.project, &request, crd.as_deref()).map_err(|e| format!("plan: {e:#}"))?;
         let mut project = self.project.clone();
         let planned = with_project(planned, &mut project, &request);
         self.apply(planned, args.force)?;
@@ -181,75 +184,20 @@ impl Tree {
         Ok(true)
     }
 
-    fn disk(&self, request: &Request) -> Disk {
-        let crd_to_join = self
-            .files
-            .iter()
-            .find(|(path, _)| {
-                request.joins_kind
-                    && path.ends_with(crate::names::crd_file(
-                        &request.names.qualified_group,
-                        &request.names.plural,
-                    ))
-            })
-            .map(|(_, text)| text.clone())
-            .filter(|text| !super::crd_lists_version(text, &request.names.version));
-        let operator_sources = self
-            .files
-            .iter()
-            .filter(|(path, _)| {
-                (path.starts_with("operator/src") || path.starts_with("runtime/src"))
-                    && path.extension().is_some_and(|e| e == "rs")
-            })
-            .map(|(path, text)| (path.clone(), text.clone()))
-            .collect();
-        Disk {
-            crd_to_join,
-            operator_sources,
-        }
-    }
-
-    /// Applies `plan` as `apply` would, and fails where `apply` would find a conflict that
-    /// `--force` overrides: a resource must never plan another resource's file.
+    /// Applies `plan` with `apply`'s own resolution, in memory. A conflict that `--force` would
+    /// override fails the property: a resource must never plan another resource's file.
     fn apply(&mut self, plan: Plan, force: bool) -> Result<(), String> {
-        for file in plan.files {
-            match (self.files.get(&file.path), file.policy) {
-                (Some(old), Policy::Owned) if *old != file.contents && !force => {
-                    return Err(format!(
-                        "`{}` exists and would be overwritten: planning should have refused",
-                        file.path.display()
-                    ));
-                }
-                (Some(_), Policy::IfMissing | Policy::KeepExisting) => {}
-                _ => {
-                    self.files.insert(file.path, file.contents);
-                }
-            }
-        }
-        for insertion in plan.insertions {
-            let content = self
-                .files
-                .get(&insertion.path)
-                .ok_or_else(|| format!("no file `{}` to insert into", insertion.path.display()))?;
-            if let Some(updated) = markers::insert(
-                &insertion.path,
-                content,
-                &insertion.marker,
-                &insertion.fragment,
-                insertion.block,
-            )
-            .map_err(|e| format!("{e}"))?
-            {
-                self.files.insert(insertion.path, updated);
-            }
-        }
-        Ok(())
+        let options = Options {
+            force,
+            dry_run: false,
+        };
+        apply::apply_in_memory(&mut self.memory, plan, options).map_err(|e| format!("apply: {e:#}"))
     }
 
     /// Every property of the tree; the problems found.
     fn check(&self) -> Vec<String> {
         let mut problems = Vec::new();
-        for (path, text) in &self.files {
+        for (path, text) in &self.memory.files {
             if self.initial.get(path) == Some(text) {
                 continue;
             }
@@ -322,7 +270,7 @@ impl Tree {
                     ];
                     let found = candidates
                         .iter()
-                        .filter(|candidate| self.files.contains_key(*candidate))
+                        .filter(|candidate| self.memory.files.contains_key(*candidate))
                         .count();
                     if found != 1 {
                         problems.push(format!(
@@ -620,7 +568,7 @@ fn images_and_commands_reach_rust_literals_as_given() {
             Ok(false) => panic!("{shown} was refused"),
             Err(problem) => panic!("{shown}: {problem}"),
         }
-        let controller = &tree.files[Path::new("operator/src/controllers/web/site.rs")];
+        let controller = &tree.memory.files[Path::new("operator/src/controllers/web/site.rs")];
         let file = syn::parse_file(controller).unwrap();
         assert_eq!(
             const_strings(&file, "DEFAULT_IMAGE"),
@@ -630,7 +578,7 @@ fn images_and_commands_reach_rust_literals_as_given() {
         let parts: Vec<String> = command.split(',').map(str::to_owned).collect();
         assert_eq!(const_strings(&file, "COMMAND"), Some(parts), "{shown}");
         // The CRD's default, in a schemars attribute that syn does not look into.
-        let types = &tree.files[Path::new("api/src/web/v1/site.rs")];
+        let types = &tree.memory.files[Path::new("api/src/web/v1/site.rs")];
         let default = types
             .lines()
             .skip_while(|line| !line.contains("/// The container image;"))
