@@ -139,6 +139,15 @@ pub fn file(verb: &str, path: &Path) {
     line(format_args!("{verb} {}", path.display()));
 }
 
+/// `warning: <message>`, and the fix on a `help:` line when there is one; control characters
+/// that a value brought are escaped, as in errors.
+pub fn warn(message: &str, help: Option<&str>) {
+    line(format_args!("warning: {}", lines_shown(message)));
+    if let Some(help) = help {
+        line(format_args!("help: {}", lines_shown(help)));
+    }
+}
+
 /// A free-form line for people.
 pub fn note(message: &str) {
     line(format_args!("{message}"));

@@ -163,10 +163,13 @@ pub fn run(args: CreateApiArgs) -> anyhow::Result<()> {
                 && r.webhooks.as_ref().is_some_and(|w| w.conversion)
         })
     {
-        ui::note(&format!(
-            "warning: {} converts through its {} webhook, which cannot convert {} objects yet",
-            names.kind, hub.version, names.version
-        ));
+        ui::warn(
+            &format!(
+                "{} converts through its {} webhook, which cannot convert {} objects yet",
+                names.kind, hub.version, names.version
+            ),
+            None,
+        );
         next.push_str(&format!(
             "  rsbuilder create webhook --group {} --version {} --kind {} --conversion --spoke {}\n",
             names::group_flag(&names.group),

@@ -104,14 +104,16 @@ pub fn run(args: CreateWebhookArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if request.builtin.is_some() {
-        ui::note(&format!(
-            "warning: a webhook on one of Kubernetes' own kinds also admits the operator's own objects of that kind; \
-             while no replica serves it, `failurePolicy: Fail` can keep the manager itself from starting. \
-             Narrow it in its `+rsbuilder:webhook` markers in {}, with a label selector such as \
-             `namespaceSelector=kubernetes.io/metadata.name!={}-system` or `objectSelector=...`, then `make manifests`.",
-            module_path(&request.names).display(),
-            project.project_name
-        ));
+        ui::warn(
+            "a webhook on one of Kubernetes' own kinds also admits the operator's own objects of that kind; \
+             while no replica serves it, `failurePolicy: Fail` can keep the manager itself from starting",
+            Some(&format!(
+                "narrow it in its `+rsbuilder:webhook` markers in {}, with a label selector such as \
+                 `namespaceSelector=kubernetes.io/metadata.name!={}-system` or `objectSelector=...`, then `make manifests`",
+                module_path(&request.names).display(),
+                project.project_name
+            )),
+        );
     }
     if args.make {
         super::generate::generate(&root, false).context(

@@ -97,10 +97,13 @@ pub fn generate(root: &Path, check: bool) -> anyhow::Result<()> {
         Options::default(),
     )?;
     for orphan in &orphans {
-        ui::note(&format!(
-            "warning: `{}` matches no kind of the api crate; delete it if the kind is gone",
-            orphan.display()
-        ));
+        ui::warn(
+            &format!(
+                "`{}` matches no kind of the api crate; delete it if the kind is gone",
+                orphan.display()
+            ),
+            None,
+        );
     }
     ui::note(&format!(
         "generated the manifests in {:.1}s (crdgen {:.1}s)",
@@ -210,10 +213,13 @@ fn check_sizes(crds: &BTreeMap<PathBuf, String>) -> anyhow::Result<()> {
             .help(SIZE_HELP)
             .into());
         }
-        ui::note(&format!(
-            "warning: {what}; a client-side `kubectl apply` fails on a CRD over {}\nhelp: {SIZE_HELP}",
-            kib(WARN_BYTES)
-        ));
+        ui::warn(
+            &format!(
+                "{what}; a client-side `kubectl apply` fails on a CRD over {}",
+                kib(WARN_BYTES)
+            ),
+            Some(SIZE_HELP),
+        );
     }
     Ok(())
 }

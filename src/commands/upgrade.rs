@@ -74,7 +74,7 @@ pub fn upgrade(root: &Path, options: UpgradeOptions) -> anyhow::Result<()> {
                 .help("install a newer rsbuilder (`cargo install rsbuilder`), or pass --force to downgrade")
                 .into());
         }
-        ui::note(&format!("warning: {message}; --force downgrades it"));
+        ui::warn(&format!("{message}; --force downgrades it"), None);
     }
     if !changed.is_empty() {
         let list: Vec<String> = changed.iter().map(|p| format!("`{p}`")).collect();
@@ -88,7 +88,7 @@ pub fn upgrade(root: &Path, options: UpgradeOptions) -> anyhow::Result<()> {
                 .help("move your changes out of runtime/ (into operator/), or pass --force to replace them and lose the changes")
                 .into());
         }
-        ui::note(&format!("warning: {message}; --force replaces them"));
+        ui::warn(&format!("{message}; --force replaces them"), None);
     }
 
     let (plan, pins) = plan(root, &mut project, &on_disk, new_files, new_record)?;
@@ -222,9 +222,14 @@ fn plan(
     let runtime_manifest = &new_files[&Path::new(runtime::DIR).join("Cargo.toml")];
     let (raised, pins, unread) = raise_pins(&manifest, runtime_manifest);
     for (name, needed) in &unread {
-        ui::note(&format!(
-            "warning: cannot read the version of `{name}` in {MANIFEST}; the runtime needs {needed} or newer"
-        ));
+        ui::warn(
+            &format!(
+                "cannot read the version of `{name}` in {MANIFEST}; the runtime needs {needed} or newer"
+            ),
+            Some(&format!(
+                "set `{name}` in [workspace.dependencies] to {needed} or newer"
+            )),
+        );
     }
 
     let mut files: Vec<PlannedFile> = new_files

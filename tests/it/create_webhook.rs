@@ -608,7 +608,7 @@ fn kinds_of_kubernetes_get_webhooks_without_an_api_in_project() {
     // The warning points at the marker keys that narrow the webhook, and the next manifests
     // carry the selector the user adds there.
     assert!(
-        err.contains("Narrow it in its `+rsbuilder:webhook` markers in operator/src/webhooks/core/v1/pod.rs, with a label selector such as `namespaceSelector=kubernetes.io/metadata.name!=myoperator-system`"),
+        err.contains("help: narrow it in its `+rsbuilder:webhook` markers in operator/src/webhooks/core/v1/pod.rs, with a label selector such as `namespaceSelector=kubernetes.io/metadata.name!=myoperator-system`"),
         "{err}"
     );
     let module = ws.read("operator/src/webhooks/core/v1/pod.rs");
