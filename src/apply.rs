@@ -211,7 +211,11 @@ fn resolve_files(
         list.join(", "),
         if list.len() == 1 { "s" } else { "" }
     ))
-    .help("pass --force to overwrite them")
+    .help(if list.len() == 1 {
+        "pass --force to overwrite it"
+    } else {
+        "pass --force to overwrite them"
+    })
     .into())
 }
 

@@ -1,6 +1,6 @@
 //! Golden projects: `testdata/<name>/` holds what a scripted list of commands generates. The test
-//! runs the commands again and fails on any byte of difference; `RSBUILDER_BLESS=1` rewrites
-//! `testdata/` instead. CI never blesses, and also builds and tests every golden project
+//! runs the commands again and fails on any byte of difference; `SNAPSHOTS=overwrite` (or
+//! `RSBUILDER_BLESS=1`) rewrites `testdata/` instead. CI never blesses, and also builds and tests every golden project
 //! (`scripts/test.sh`).
 
 use std::collections::BTreeSet;
@@ -171,7 +171,8 @@ fn testdata() -> PathBuf {
 
 #[test]
 fn golden_projects_are_up_to_date() {
-    let bless = std::env::var_os("RSBUILDER_BLESS").is_some_and(|v| v == "1");
+    let bless = std::env::var_os("RSBUILDER_BLESS").is_some_and(|v| v == "1")
+        || std::env::var_os("SNAPSHOTS").is_some_and(|v| v == "overwrite");
     let mut stale = Vec::new();
     for scenario in SCENARIOS {
         let ws = Workspace::new(scenario.directory);
@@ -196,7 +197,7 @@ fn golden_projects_are_up_to_date() {
     }
     assert!(
         stale.is_empty(),
-        "golden projects are stale (rerun with RSBUILDER_BLESS=1 to accept):\n  {}",
+        "golden projects are stale (rerun with SNAPSHOTS=overwrite to accept):\n  {}",
         stale.join("\n  ")
     );
 }

@@ -247,7 +247,7 @@ fn other_existing_files_are_conflicts() {
         &ws,
         &["init", "--domain", "learn.com"],
         "`config/rbac/role.yaml` already exists and would be overwritten",
-        "pass --force to overwrite them",
+        "pass --force to overwrite it\n",
     );
 }
 

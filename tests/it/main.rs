@@ -11,4 +11,5 @@ mod hostile;
 mod init;
 mod support;
 mod terminal;
+mod transcripts;
 mod upgrade;
