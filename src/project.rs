@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde::Deserialize;
 
+use crate::scaffold::{PlannedFile, Policy};
 use crate::ui::UserError;
 
 /// The layout key rsbuilder writes under `layout:`.
@@ -358,6 +359,16 @@ fn parse(text: &str) -> anyhow::Result<Project> {
 }
 
 impl Project {
+    /// PROJECT as the command leaves it: regenerated whatever it held, and written last
+    /// (`apply` orders it after every other file).
+    pub fn planned(&self) -> PlannedFile {
+        PlannedFile {
+            path: FILE.into(),
+            contents: self.to_yaml(),
+            policy: Policy::Regenerated,
+        }
+    }
+
     /// The file's contents: keys sorted as kubebuilder sorts them, defaults omitted.
     pub fn to_yaml(&self) -> String {
         let mut out = String::new();

@@ -199,50 +199,13 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
     }
     if let Some(name) = &args.controller_name {
         names::validate_controller_name(name)?;
-        if args.controller == Some(false) {
-            return Err(UserError::new(format!(
-                "--controller-name {name} names a controller, but --controller=false scaffolds none"
-            ))
-            .help("drop --controller=false, or drop --controller-name")
-            .into());
-        }
     }
     let image = resolve_image(args)?;
-    if args.ssa && (args.image.is_some() || args.resource == Some(false)) {
-        return Err(UserError::new(format!(
-            "--ssa shapes the types of a kind, and {} scaffolds none of its own",
-            if args.image.is_some() {
-                "--image"
-            } else {
-                "--resource=false"
-            }
-        ))
-        .help(if args.image.is_some() {
-            "drop --ssa: the spec of a kind that runs an image is applied whole by its controller"
-        } else {
-            "drop --resource=false, or drop --ssa"
-        })
-        .into());
-    }
+    refuse_flags_that_disagree(args)?;
     if image.is_none()
         && let Some(request) = resolve_builtin(args, project)?
     {
         return Ok(request);
-    }
-    if image.is_some() {
-        for (value, flag) in [
-            (args.resource, "--resource"),
-            (args.controller, "--controller"),
-            (args.namespaced, "--namespaced"),
-        ] {
-            if value == Some(false) {
-                return Err(UserError::new(format!(
-                    "--image scaffolds a namespaced kind and its controller: it cannot go with {flag}=false"
-                ))
-                .help(format!("drop {flag}=false, or drop --image"))
-                .into());
-            }
-        }
     }
 
     let family = Family::of(args, project);
@@ -289,6 +252,52 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         controller_name: args.controller_name.clone(),
         ssa: args.ssa,
     })
+}
+
+/// Refuses flags that cannot go together: a controller name without a controller, `--ssa`
+/// without types of the kind's own, and `--image` with a part it needs turned off.
+fn refuse_flags_that_disagree(args: &CreateApiArgs) -> anyhow::Result<()> {
+    if let Some(name) = &args.controller_name
+        && args.controller == Some(false)
+    {
+        return Err(UserError::new(format!(
+            "--controller-name {name} names a controller, but --controller=false scaffolds none"
+        ))
+        .help("drop --controller=false, or drop --controller-name")
+        .into());
+    }
+    if args.ssa && (args.image.is_some() || args.resource == Some(false)) {
+        return Err(UserError::new(format!(
+            "--ssa shapes the types of a kind, and {} scaffolds none of its own",
+            if args.image.is_some() {
+                "--image"
+            } else {
+                "--resource=false"
+            }
+        ))
+        .help(if args.image.is_some() {
+            "drop --ssa: the spec of a kind that runs an image is applied whole by its controller"
+        } else {
+            "drop --resource=false, or drop --ssa"
+        })
+        .into());
+    }
+    if args.image.is_some() {
+        for (value, flag) in [
+            (args.resource, "--resource"),
+            (args.controller, "--controller"),
+            (args.namespaced, "--namespaced"),
+        ] {
+            if value == Some(false) {
+                return Err(UserError::new(format!(
+                    "--image scaffolds a namespaced kind and its controller: it cannot go with {flag}=false"
+                ))
+                .help(format!("drop {flag}=false, or drop --image"))
+                .into());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The kind's entries in PROJECT: all of them, this version's, and the other versions with
@@ -477,47 +486,8 @@ fn check_clashes(
             .help("pick a group that differs by more than `.` or `-`")
             .into());
         }
-        if other.group == args.group
-            && (other_names.kind_file == names.kind_file || other_names.plural == names.plural)
-        {
-            return Err(UserError::new(format!(
-                "{gvk} clashes with kind {} of the same group: both would be named `{}` or `{}`",
-                other.kind, names.kind_file, names.plural
-            ))
-            .help("pick another kind, or pass a different --plural")
-            .into());
-        }
-        // The controllers of a group share one folder of modules: a named controller must not
-        // take the module of another kind, nor another kind's named controller this one's.
-        if other.group == args.group
-            && let Some(module) = shared_controller_module(names, other, &other_names)
-        {
-            return Err(UserError::new(format!(
-                "{gvk} would have the controller module `{module}`, which kind {} of the same group has",
-                other.kind
-            ))
-            .help(if args.controller_name.is_some() {
-                "pick another --controller-name"
-            } else {
-                "pick another kind name"
-            })
-            .into());
-        }
-        // The API server serves the plural, the singular and the short names of every CRD of a
-        // group from one set: a name another kind has is not served.
         if other.group == args.group {
-            let theirs = [&other_names.plural, &other_names.kind_lower];
-            if let Some(clash) = [&names.plural, &names.kind_lower]
-                .into_iter()
-                .find(|name| theirs.contains(name))
-            {
-                return Err(UserError::new(format!(
-                    "{gvk} would be called `{clash}`, a name kind {} of the same group has: the API server would not serve it",
-                    other.kind
-                ))
-                .help("pass a different --plural, or pick another kind")
-                .into());
-            }
+            refuse_same_group_clash(args, names, gvk, other, &other_names)?;
         }
         // Two kinds must never write the same files (their RBAC roles, their tests).
         if other_names.file_prefix == names.file_prefix {
@@ -533,6 +503,54 @@ fn check_clashes(
         taken.push(other_names.plural);
     }
     Ok(taken)
+}
+
+/// Refuses a kind of the same group as `other` whose file names, controller module, plural or
+/// singular are `other`'s.
+fn refuse_same_group_clash(
+    args: &CreateApiArgs,
+    names: &ResourceNames,
+    gvk: &str,
+    other: &Resource,
+    other_names: &ResourceNames,
+) -> anyhow::Result<()> {
+    if other_names.kind_file == names.kind_file || other_names.plural == names.plural {
+        return Err(UserError::new(format!(
+            "{gvk} clashes with kind {} of the same group: both would be named `{}` or `{}`",
+            other.kind, names.kind_file, names.plural
+        ))
+        .help("pick another kind, or pass a different --plural")
+        .into());
+    }
+    // The controllers of a group share one folder of modules: a named controller must not
+    // take the module of another kind, nor another kind's named controller this one's.
+    if let Some(module) = shared_controller_module(names, other, other_names) {
+        return Err(UserError::new(format!(
+            "{gvk} would have the controller module `{module}`, which kind {} of the same group has",
+            other.kind
+        ))
+        .help(if args.controller_name.is_some() {
+            "pick another --controller-name"
+        } else {
+            "pick another kind name"
+        })
+        .into());
+    }
+    // The API server serves the plural, the singular and the short names of every CRD of a
+    // group from one set: a name another kind has is not served.
+    let theirs = [&other_names.plural, &other_names.kind_lower];
+    if let Some(clash) = [&names.plural, &names.kind_lower]
+        .into_iter()
+        .find(|name| theirs.contains(name))
+    {
+        return Err(UserError::new(format!(
+                "{gvk} would be called `{clash}`, a name kind {} of the same group has: the API server would not serve it",
+                other.kind
+            ))
+            .help("pass a different --plural, or pick another kind")
+            .into());
+    }
+    Ok(())
 }
 
 /// A controller module that the kind of `ours` would share with `other` (named `theirs`), of
@@ -790,57 +808,11 @@ fn resolve_image(args: &CreateApiArgs) -> anyhow::Result<Option<ImageOptions>> {
         return Ok(None);
     };
     names::validate_image(image)?;
-    let port = match &args.image_container_port {
-        None => None,
-        Some(text) => match text.parse::<u16>() {
-            Ok(port) if port > 0 => Some(port),
-            _ => {
-                return Err(UserError::new(format!(
-                    "invalid --image-container-port `{text}`: a port is a number from 1 to 65535"
-                ))
-                .help("pass the port the image listens on, such as `--image-container-port 11211`")
-                .into());
-            }
-        },
-    };
-    let run_as_user = match &args.run_as_user {
-        None => None,
-        Some(text) => match text.parse::<i64>() {
-            Ok(uid) if (1..=i64::from(i32::MAX)).contains(&uid) => Some(uid),
-            _ => {
-                return Err(UserError::new(format!(
-                    "invalid --run-as-user `{text}`: a user ID is a number from 1 to 2147483647 (the pod runs as non-root)"
-                ))
-                .help("pass the image's non-root user, such as `--run-as-user 1001`")
-                .into());
-            }
-        },
-    };
-    let command: Vec<String> = match &args.image_container_command {
+    let port = args.image_container_port.as_deref().map(port).transpose()?;
+    let run_as_user = args.run_as_user.as_deref().map(user_id).transpose()?;
+    let command = match &args.image_container_command {
         None => Vec::new(),
-        Some(text) => {
-            // An argv of one line: a newline or a tab in it is a slip of the shell far more
-            // often than an argument, and a script does not fit between commas anyway.
-            if text.chars().any(char::is_control) {
-                return Err(UserError::new(format!(
-                    "invalid --image-container-command `{}`: a command is one line of arguments separated by commas, without newlines, tabs or other control characters",
-                    crate::ui::shown(text)
-                ))
-                .help("pass the command on one line, such as `--image-container-command memcached,-m,64`; for a script, edit `COMMAND` in the controller")
-                .into());
-            }
-            let parts: Vec<String> = text.split(',').map(str::to_owned).collect();
-            if parts.iter().any(|part| part.trim().is_empty()) {
-                return Err(UserError::new(format!(
-                    "invalid --image-container-command `{text}`: it has an empty argument"
-                ))
-                .help(
-                    "separate the command and its arguments with single commas: `memcached,-m,64`",
-                )
-                .into());
-            }
-            parts
-        }
+        Some(text) => container_command(text)?,
     };
     Ok(Some(ImageOptions {
         image: image.clone(),
@@ -854,6 +826,53 @@ fn resolve_image(args: &CreateApiArgs) -> anyhow::Result<Option<ImageOptions>> {
             run_as_user: args.run_as_user.clone(),
         },
     }))
+}
+
+/// `--image-container-port`: a port from 1 to 65535.
+fn port(text: &str) -> anyhow::Result<u16> {
+    match text.parse::<u16>() {
+        Ok(port) if port > 0 => Ok(port),
+        _ => Err(UserError::new(format!(
+            "invalid --image-container-port `{text}`: a port is a number from 1 to 65535"
+        ))
+        .help("pass the port the image listens on, such as `--image-container-port 11211`")
+        .into()),
+    }
+}
+
+/// `--run-as-user`: a user ID other than root's that a pod can run as.
+fn user_id(text: &str) -> anyhow::Result<i64> {
+    match text.parse::<i64>() {
+        Ok(uid) if (1..=i64::from(i32::MAX)).contains(&uid) => Ok(uid),
+        _ => Err(UserError::new(format!(
+            "invalid --run-as-user `{text}`: a user ID is a number from 1 to 2147483647 (the pod runs as non-root)"
+        ))
+        .help("pass the image's non-root user, such as `--run-as-user 1001`")
+        .into()),
+    }
+}
+
+/// `--image-container-command`: arguments separated by commas, on one line.
+fn container_command(text: &str) -> anyhow::Result<Vec<String>> {
+    // An argv of one line: a newline or a tab in it is a slip of the shell far more often than
+    // an argument, and a script does not fit between commas anyway.
+    if text.chars().any(char::is_control) {
+        return Err(UserError::new(format!(
+            "invalid --image-container-command `{}`: a command is one line of arguments separated by commas, without newlines, tabs or other control characters",
+            crate::ui::shown(text)
+        ))
+        .help("pass the command on one line, such as `--image-container-command memcached,-m,64`; for a script, edit `COMMAND` in the controller")
+        .into());
+    }
+    let parts: Vec<String> = text.split(',').map(str::to_owned).collect();
+    if parts.iter().any(|part| part.trim().is_empty()) {
+        return Err(UserError::new(format!(
+            "invalid --image-container-command `{text}`: it has an empty argument"
+        ))
+        .help("separate the command and its arguments with single commas: `memcached,-m,64`")
+        .into());
+    }
+    Ok(parts)
 }
 
 /// A controller for one of Kubernetes' own kinds: `--resource=false` with a group of
@@ -879,6 +898,47 @@ fn resolve_builtin(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Op
         kind.version,
         kind.kind
     );
+    refuse_builtin_flags(args, project, kind, &gvk)?;
+    let (group, _) = builtin_group(kind);
+    let existing = project
+        .resources
+        .iter()
+        .find(|r| r.core && r.group == group && r.version == kind.version && r.kind == kind.kind);
+    let same_kind: Vec<&Resource> = existing.into_iter().collect();
+    refuse_respelled_controller(args, &same_kind, &gvk)?;
+    if !args.force {
+        existing_controller(args, &same_kind, &names).refuse(&gvk)?;
+    }
+    if names.controller_name.len() > 63 {
+        return Err(UserError::new(format!(
+            "the controller name `{}` of {gvk} is longer than 63 characters, the limit of the names it is published under (event reporter, field manager)",
+            names.controller_name
+        ))
+        .help("pick a shorter --controller-name")
+        .into());
+    }
+    refuse_shared_modules(project, kind, &names, &gvk)?;
+    Ok(Some(Request {
+        names,
+        resource: false,
+        controller: true,
+        namespaced: kind.namespaced,
+        versions: Vec::new(),
+        joins_kind: false,
+        mode: Mode::Builtin(kind),
+        controller_name: args.controller_name.clone(),
+        ssa: false,
+    }))
+}
+
+/// Refuses flags that contradict what Kubernetes says of its own kind `gvk`: no controller,
+/// another plural, another scope, or a cluster-scoped kind in a namespaced project.
+fn refuse_builtin_flags(
+    args: &CreateApiArgs,
+    project: &Project,
+    kind: &Builtin,
+    gvk: &str,
+) -> anyhow::Result<()> {
     if args.controller == Some(false) {
         return Err(UserError::new(
             "nothing to scaffold: both --resource and --controller are false",
@@ -920,25 +980,18 @@ fn resolve_builtin(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Op
         .help("pick a namespaced kind, or scaffold a cluster-wide project")
         .into());
     }
-    let (group, _) = builtin_group(kind);
-    let existing = project
-        .resources
-        .iter()
-        .find(|r| r.core && r.group == group && r.version == kind.version && r.kind == kind.kind);
-    let same_kind: Vec<&Resource> = existing.into_iter().collect();
-    refuse_respelled_controller(args, &same_kind, &gvk)?;
-    if !args.force {
-        existing_controller(args, &same_kind, &names).refuse(&gvk)?;
-    }
-    if names.controller_name.len() > 63 {
-        return Err(UserError::new(format!(
-            "the controller name `{}` of {gvk} is longer than 63 characters, the limit of the names it is published under (event reporter, field manager)",
-            names.controller_name
-        ))
-        .help("pick a shorter --controller-name")
-        .into());
-    }
-    // Controllers of Kubernetes' kinds of one group share a folder of modules.
+    Ok(())
+}
+
+/// Refuses a controller of Kubernetes' kind `gvk` whose module another controller has:
+/// controllers of Kubernetes' kinds of one group share a folder of modules, and a group of the
+/// project's own may have that folder's name.
+fn refuse_shared_modules(
+    project: &Project,
+    kind: &Builtin,
+    names: &ResourceNames,
+    gvk: &str,
+) -> anyhow::Result<()> {
     for other in project
         .resources
         .iter()
@@ -951,7 +1004,7 @@ fn resolve_builtin(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Op
         else {
             continue;
         };
-        if let Some(module) = shared_controller_module(&names, other, &theirs) {
+        if let Some(module) = shared_controller_module(names, other, &theirs) {
             return Err(UserError::new(format!(
                 "the controller of {gvk} would have the module `{module}`, which the controller of Kubernetes' {} has",
                 other.kind
@@ -977,17 +1030,7 @@ fn resolve_builtin(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Op
             .into());
         }
     }
-    Ok(Some(Request {
-        names,
-        resource: false,
-        controller: true,
-        namespaced: kind.namespaced,
-        versions: Vec::new(),
-        joins_kind: false,
-        mode: Mode::Builtin(kind),
-        controller_name: args.controller_name.clone(),
-        ssa: false,
-    }))
+    Ok(())
 }
 
 /// The group and domain kubebuilder records for one of Kubernetes' own kinds: `core` for the
@@ -1054,14 +1097,70 @@ fn crd_lists_version(crd: &str, version: &str) -> bool {
         .is_some_and(|versions| versions.iter().any(|v| v["name"].as_str() == Some(version)))
 }
 
+/// The templates' paths: `{group}`, `{version}`, `{kind}`, `{crd}`, `{sample}` and `{rbac}`
+/// stand for these names of the kind.
+struct Paths {
+    crd_stem: String,
+    sample_stem: String,
+}
+
+impl Paths {
+    fn new(context: &Context) -> Self {
+        Self {
+            crd_stem: context.crd_file.trim_end_matches(".yaml").to_owned(),
+            sample_stem: context.sample_file.trim_end_matches(".yaml").to_owned(),
+        }
+    }
+
+    /// The values, with `kind` standing for `file` (the kind's, or its controller's).
+    fn values<'a>(&'a self, names: &'a ResourceNames, file: &'a str) -> [(&'a str, &'a str); 6] {
+        [
+            ("group", &names.group_dir),
+            ("version", &names.version),
+            ("kind", file),
+            ("crd", &self.crd_stem),
+            ("sample", &self.sample_stem),
+            ("rbac", &names.file_prefix),
+        ]
+    }
+}
+
+/// Who owns a file `create api` writes: the shared module files, kustomizations and test
+/// harness are created once, the rest is the kind's own.
+fn policy(path: &str) -> Policy {
+    if path.ends_with("/mod.rs")
+        || path.ends_with("kustomization.yaml")
+        || SHARED_TEST_FILES.contains(&path)
+    {
+        Policy::IfMissing
+    } else {
+        Policy::Owned
+    }
+}
+
 fn plan(project: &Project, request: &Request, crd_to_join: Option<&str>) -> anyhow::Result<Plan> {
+    let context = context(project, request);
+    let paths = Paths::new(&context);
+    let mut plan = Plan::default();
+    if request.resource {
+        plan_api(&mut plan, &context, request, &paths, crd_to_join)?;
+    }
+    if request.controller {
+        plan_controller(&mut plan, &context, request, &paths)?;
+        plan.derived.push(rbac::derived_role(project.namespaced));
+    }
+    Ok(plan)
+}
+
+/// The names and values the templates receive.
+fn context(project: &Project, request: &Request) -> Context {
     let names = &request.names;
     let crd_file = names::crd_file(&names.qualified_group, &names.plural);
     let sample_file = format!(
         "{}_{}_{}.yaml",
         names.group_dir, names.version, names.kind_file
     );
-    let context = Context {
+    let mut context = Context {
         names: names.clone(),
         project_name: project.project_name.clone(),
         crate_ident: names::crate_ident(&project.project_name),
@@ -1074,8 +1173,8 @@ fn plan(project: &Project, request: &Request, crd_to_join: Option<&str>) -> anyh
         plural_yaml: crate::yaml::scalar(&names.plural),
         singular_yaml: crate::yaml::scalar(&names.kind_lower),
         short_name_yaml: names.short_name.as_deref().map(crate::yaml::scalar),
-        crd_file: crd_file.clone(),
-        sample_file: sample_file.clone(),
+        crd_file,
+        sample_file,
         image: None,
         image_yaml: None,
         spec_description_yaml: None,
@@ -1088,118 +1187,113 @@ fn plan(project: &Project, request: &Request, crd_to_join: Option<&str>) -> anyh
         builtin_module: None,
         builtin_group: None,
     };
-    let mut context = context;
     match &request.mode {
         Mode::Standard => {}
-        Mode::Image(options) => {
-            context.image = Some(options.image.clone());
-            context.image_yaml = Some(crate::yaml::scalar(&options.image));
-            context.spec_description_yaml = Some(crate::yaml::scalar(&format!(
-                "{kind}Spec defines the desired state of {kind}: what its Deployment runs.",
-                kind = names.kind
-            )));
-            context.image_description_yaml = Some(crate::yaml::scalar(&format!(
-                "The container image; `{}` when unset.",
-                options.image
-            )));
-            context.ports_description_yaml = Some(crate::yaml::scalar(&match options.port {
-                Some(port) => {
-                    format!("The ports the container listens on; port {port} when unset.")
-                }
-                None => "The ports the container listens on.".to_owned(),
-            }));
-            context.container_port = options.port;
-            context.image_rust = Some(names::rust_string(&options.image));
-            context.container_command_rust = options
-                .command
-                .iter()
-                .map(|part| names::rust_string(part))
-                .collect();
-            context.run_as_user = options.run_as_user;
-        }
+        Mode::Image(options) => image_context(&mut context, options),
         Mode::Builtin(kind) => {
             context.builtin_module = Some(kind.module.to_owned());
             context.builtin_group = Some(names::group_shown(kind.group).to_owned());
         }
     }
-    let (api_overlay, controller_overlay) = match request.mode {
-        Mode::Standard => (None, None),
-        Mode::Image(_) => (Some("api-image"), Some("controller-image")),
-        Mode::Builtin(_) => (None, Some("controller-builtin")),
-    };
-    let crd_stem = crd_file.trim_end_matches(".yaml").to_owned();
-    let sample_stem = sample_file.trim_end_matches(".yaml").to_owned();
-    let paths: [(&str, &str); 6] = [
-        ("group", &names.group_dir),
-        ("version", &names.version),
-        ("kind", &names.kind_file),
-        ("crd", &crd_stem),
-        ("sample", &sample_stem),
-        ("rbac", &names.file_prefix),
-    ];
-    let shared = |path: &str| {
-        if path.ends_with("/mod.rs")
-            || path.ends_with("kustomization.yaml")
-            || SHARED_TEST_FILES.contains(&path)
-        {
-            Policy::IfMissing
-        } else {
-            Policy::Owned
-        }
-    };
+    context
+}
 
-    let mut plan = Plan::default();
-    if request.resource {
+/// The values of a kind that runs an image: the image and command as YAML and Rust literals,
+/// and the CRD's descriptions that name them.
+fn image_context(context: &mut Context, options: &ImageOptions) {
+    let kind = &context.names.kind;
+    context.spec_description_yaml = Some(crate::yaml::scalar(&format!(
+        "{kind}Spec defines the desired state of {kind}: what its Deployment runs."
+    )));
+    context.image = Some(options.image.clone());
+    context.image_yaml = Some(crate::yaml::scalar(&options.image));
+    context.image_description_yaml = Some(crate::yaml::scalar(&format!(
+        "The container image; `{}` when unset.",
+        options.image
+    )));
+    context.ports_description_yaml = Some(crate::yaml::scalar(&match options.port {
+        Some(port) => format!("The ports the container listens on; port {port} when unset."),
+        None => "The ports the container listens on.".to_owned(),
+    }));
+    context.container_port = options.port;
+    context.image_rust = Some(names::rust_string(&options.image));
+    context.container_command_rust = options
+        .command
+        .iter()
+        .map(|part| names::rust_string(part))
+        .collect();
+    context.run_as_user = options.run_as_user;
+}
+
+/// The kind's types, CRD, samples and RBAC helper roles, and their insertions. A new version
+/// of a kind whose CRD exists joins that CRD, which may hold schema changes `generate` made:
+/// only its own version block is added.
+fn plan_api(
+    plan: &mut Plan,
+    context: &Context,
+    request: &Request,
+    paths: &Paths,
+    crd_to_join: Option<&str>,
+) -> anyhow::Result<()> {
+    let names = &request.names;
+    let values = paths.values(names, &names.kind_file);
+    let crd_context = context_with_versions(context, request, crd_to_join.is_some())?;
+    let mut files = scaffold::render_set("api", &crd_context, &values, policy)?;
+    if let Mode::Image(_) = request.mode {
+        overlay(
+            &mut files,
+            scaffold::render_set("api-image", &crd_context, &values, policy)?,
+        );
+    }
+    if let Some(existing) = crd_to_join {
         let crd_path = crd_path(names);
-        let existing_crd = crd_to_join;
-        let crd_context = context_with_versions(&context, request, existing_crd.is_some())?;
-        let mut files = scaffold::render_set("api", &crd_context, &paths, shared)?;
-        if let Some(set) = api_overlay {
-            overlay(
-                &mut files,
-                scaffold::render_set(set, &crd_context, &paths, shared)?,
-            );
-        }
-        // A new version of a kind whose CRD exists joins that CRD, which may hold schema
-        // changes `generate` made: only its own version block is added.
-        if let Some(existing) = existing_crd {
-            let file = files
-                .iter_mut()
-                .find(|file| file.path == crd_path)
-                .expect("the api templates render the CRD");
-            let (_, block) = file
-                .contents
-                .split_once("\n  versions:\n")
-                .context("the CRD template has no `versions:`")?;
-            file.contents = format!("{}\n{block}", existing.trim_end());
-            file.policy = Policy::Regenerated;
-        }
-        plan.files.extend(files);
-        plan.insertions
-            .extend(scaffold::render_insertions("api", &crd_context, &paths)?);
+        let file = files
+            .iter_mut()
+            .find(|file| file.path == crd_path)
+            .expect("the api templates render the CRD");
+        let (_, block) = file
+            .contents
+            .split_once("\n  versions:\n")
+            .context("the CRD template has no `versions:`")?;
+        file.contents = format!("{}\n{block}", existing.trim_end());
+        file.policy = Policy::Regenerated;
     }
-    if request.controller {
-        let controller_context = tera::Context::from_serialize(&context)?;
-        // The controller's files are named after the controller, which is the kind unless
-        // `--controller-name` says otherwise.
-        let mut paths = paths;
-        paths[2] = ("kind", &names.controller_file);
-        let mut files = scaffold::render_set("controller", &controller_context, &paths, shared)?;
-        if let Some(set) = controller_overlay {
-            overlay(
-                &mut files,
-                scaffold::render_set(set, &controller_context, &paths, shared)?,
-            );
-        }
-        plan.files.extend(files);
-        plan.insertions.extend(scaffold::render_insertions(
-            "controller",
-            &controller_context,
-            &paths,
-        )?);
-        plan.derived.push(rbac::derived_role(project.namespaced));
+    plan.files.extend(files);
+    plan.insertions
+        .extend(scaffold::render_insertions("api", &crd_context, &values)?);
+    Ok(())
+}
+
+/// The controller, its tests and their insertions. Its files are named after the controller,
+/// which is the kind unless `--controller-name` says otherwise.
+fn plan_controller(
+    plan: &mut Plan,
+    context: &Context,
+    request: &Request,
+    paths: &Paths,
+) -> anyhow::Result<()> {
+    let names = &request.names;
+    let values = paths.values(names, &names.controller_file);
+    let controller_context = tera::Context::from_serialize(context)?;
+    let mut files = scaffold::render_set("controller", &controller_context, &values, policy)?;
+    let overlay_set = match request.mode {
+        Mode::Standard => None,
+        Mode::Image(_) => Some("controller-image"),
+        Mode::Builtin(_) => Some("controller-builtin"),
+    };
+    if let Some(set) = overlay_set {
+        overlay(
+            &mut files,
+            scaffold::render_set(set, &controller_context, &values, policy)?,
+        );
     }
-    Ok(plan)
+    plan.files.extend(files);
+    plan.insertions.extend(scaffold::render_insertions(
+        "controller",
+        &controller_context,
+        &values,
+    )?);
+    Ok(())
 }
 
 /// Replaces the files of `files` that `with` renders too.
@@ -1236,54 +1330,71 @@ fn context_with_versions(
 
 /// Adds the resource to PROJECT and PROJECT to the plan, to be written last.
 fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Plan {
+    match &request.mode {
+        Mode::Builtin(kind) => record_builtin(project, kind, request.controller_name.as_deref()),
+        Mode::Image(options) => {
+            record_deploy_image(project, &request.names, options);
+            record_resource(project, request);
+        }
+        Mode::Standard => record_resource(project, request),
+    }
+    plan.files.push(project.planned());
+    plan
+}
+
+/// Records a controller of one of Kubernetes' own kinds, under `core: true`.
+fn record_builtin(project: &mut Project, kind: &Builtin, controller_name: Option<&str>) {
+    let (group, domain) = builtin_group(kind);
+    match project
+        .resources
+        .iter_mut()
+        .find(|r| r.core && r.group == group && r.version == kind.version && r.kind == kind.kind)
+    {
+        Some(existing) => record_controller(existing, controller_name),
+        None => project.resources.push(Resource {
+            api: None,
+            controller: controller_name.is_none(),
+            controllers: controller_name
+                .iter()
+                .map(|name| NamedController {
+                    name: (*name).to_owned(),
+                })
+                .collect(),
+            core: true,
+            domain,
+            group,
+            kind: kind.kind.to_owned(),
+            plural: None,
+            version: kind.version.to_owned(),
+            webhooks: None,
+            extra: Default::default(),
+        }),
+    }
+}
+
+/// Records the deploy-image plugin's options of a kind that runs an image, replacing the
+/// kind's earlier ones.
+fn record_deploy_image(project: &mut Project, names: &ResourceNames, options: &ImageOptions) {
+    let record = DeployImage {
+        domain: project.domain.clone(),
+        group: names.group.clone(),
+        kind: names.kind.clone(),
+        options: options.recorded.clone(),
+        version: names.version.clone(),
+    };
+    match project
+        .deploy_images
+        .iter_mut()
+        .find(|d| d.group == record.group && d.version == record.version && d.kind == record.kind)
+    {
+        Some(existing) => *existing = record,
+        None => project.deploy_images.push(record),
+    }
+}
+
+/// Records the kind's API and controller in its entry, made when it has none.
+fn record_resource(project: &mut Project, request: &Request) {
     let names = &request.names;
-    if let Mode::Builtin(kind) = request.mode {
-        let (group, domain) = builtin_group(kind);
-        match project.resources.iter_mut().find(|r| {
-            r.core && r.group == group && r.version == kind.version && r.kind == kind.kind
-        }) {
-            Some(existing) => record_controller(existing, request.controller_name.as_deref()),
-            None => project.resources.push(Resource {
-                api: None,
-                controller: request.controller_name.is_none(),
-                controllers: request
-                    .controller_name
-                    .iter()
-                    .map(|name| NamedController { name: name.clone() })
-                    .collect(),
-                core: true,
-                domain,
-                group,
-                kind: kind.kind.to_owned(),
-                plural: None,
-                version: kind.version.to_owned(),
-                webhooks: None,
-                extra: Default::default(),
-            }),
-        }
-        plan.files.push(PlannedFile {
-            path: project::FILE.into(),
-            contents: project.to_yaml(),
-            policy: Policy::Regenerated,
-        });
-        return plan;
-    }
-    if let Mode::Image(options) = &request.mode {
-        let record = DeployImage {
-            domain: project.domain.clone(),
-            group: names.group.clone(),
-            kind: names.kind.clone(),
-            options: options.recorded.clone(),
-            version: names.version.clone(),
-        };
-        match project.deploy_images.iter_mut().find(|d| {
-            d.group == record.group && d.version == record.version && d.kind == record.kind
-        }) {
-            Some(existing) => *existing = record,
-            None => project.deploy_images.push(record),
-        }
-    }
-    let plural = names.plural_overridden.then(|| names.plural.clone());
     let index = project
         .resources
         .iter()
@@ -1313,17 +1424,11 @@ fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Pla
             namespaced: request.namespaced,
             ssa: request.ssa,
         });
-        entry.plural = plural;
+        entry.plural = names.plural_overridden.then(|| names.plural.clone());
     }
     if request.controller {
         record_controller(entry, request.controller_name.as_deref());
     }
-    plan.files.push(PlannedFile {
-        path: project::FILE.into(),
-        contents: project.to_yaml(),
-        policy: Policy::Regenerated,
-    });
-    plan
 }
 
 /// Records a controller of `resource`: the kind's own, or one named `name`.

@@ -14,7 +14,7 @@ use crate::cli::CreateWebhookArgs;
 use crate::names::{self, ResourceNames};
 use crate::project::{self, Project, Resource, ResourceWebhooks};
 use crate::rbac;
-use crate::scaffold::{self, Plan, PlannedFile, Policy};
+use crate::scaffold::{self, Plan, Policy};
 use crate::tree::OnDisk;
 use crate::ui::{self, UserError};
 use crate::webhook;
@@ -791,10 +791,6 @@ fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Pla
             webhook_version: "v1".into(),
         });
     }
-    plan.files.push(PlannedFile {
-        path: project::FILE.into(),
-        contents: project.to_yaml(),
-        policy: Policy::Regenerated,
-    });
+    plan.files.push(project.planned());
     plan
 }

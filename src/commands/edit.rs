@@ -207,11 +207,7 @@ fn plan(
         project.namespaced = new.namespaced;
         plan.derived.push(rbac::derived_role(project.namespaced));
     }
-    plan.files.push(PlannedFile {
-        path: project::FILE.into(),
-        contents: project.to_yaml(),
-        policy: Policy::Regenerated,
-    });
+    plan.files.push(project.planned());
     Ok(plan)
 }
 

@@ -253,11 +253,7 @@ fn plan(
         policy: Policy::Regenerated,
     });
     project.runtime = Some(new_record);
-    files.push(PlannedFile {
-        path: project::FILE.into(),
-        contents: project.to_yaml(),
-        policy: Policy::Regenerated,
-    });
+    files.push(project.planned());
     Ok((
         Plan {
             files,
