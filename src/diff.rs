@@ -105,14 +105,41 @@ pub enum Placement {
 /// - any other hunk makes the whole call `None`, so that the caller can refuse rather than
 ///   guess.
 pub fn carry_over(old: &str, new: &str, target: &str, placement: Placement) -> Option<String> {
-    const CONTEXT: usize = 2;
-    const STRICT: [(usize, usize); 4] = [(CONTEXT, CONTEXT), (1, CONTEXT), (CONTEXT, 1), (1, 1)];
-    const ONE_SIDE: [(usize, usize); 4] = [(CONTEXT, 0), (0, CONTEXT), (1, 0), (0, 1)];
     let a: Vec<&str> = old.split_inclusive('\n').collect();
     let b: Vec<&str> = new.split_inclusive('\n').collect();
-    let ops = edit_script(&a, &b);
-    // Hunks: (start, end) in `old` and the lines of `new` that replace `old[start..end]`.
-    let mut hunks: Vec<(usize, usize, Vec<&str>)> = Vec::new();
+    let mut text: Vec<&str> = target.split_inclusive('\n').collect();
+    // From the last hunk to the first, so that the positions of earlier ones stay valid in `a`.
+    for hunk in hunks(&a, &b).into_iter().rev() {
+        if !hunk.carry(&a, &mut text, placement) {
+            return None;
+        }
+    }
+    Some(text.concat())
+}
+
+/// Lines of context a hunk is carried over with, at most.
+const CARRY_CONTEXT: usize = 2;
+/// The context a hunk is placed by, most first: lines on both sides.
+const STRICT: [(usize, usize); 4] = [
+    (CARRY_CONTEXT, CARRY_CONTEXT),
+    (1, CARRY_CONTEXT),
+    (CARRY_CONTEXT, 1),
+    (1, 1),
+];
+/// With `Placement::Loose`, then: lines on one side only.
+const ONE_SIDE: [(usize, usize); 4] = [(CARRY_CONTEXT, 0), (0, CARRY_CONTEXT), (1, 0), (0, 1)];
+
+/// One changed run of lines: `old[start..end]` becomes `lines`.
+struct Hunk<'a> {
+    start: usize,
+    end: usize,
+    lines: Vec<&'a str>,
+}
+
+/// The hunks from `a` to `b`; hunks whose context would overlap are one hunk.
+fn hunks<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<Hunk<'a>> {
+    let ops = edit_script(a, b);
+    let mut hunks: Vec<Hunk<'a>> = Vec::new();
     let mut index = 0;
     while index < ops.len() {
         if let Op::Same(..) = ops[index] {
@@ -131,83 +158,97 @@ pub fn carry_over(old: &str, new: &str, target: &str, placement: Placement) -> O
             index += 1;
         }
         let end = end.max(start);
-        // Hunks whose context would overlap are one hunk.
         match hunks.last_mut() {
-            Some((_, last_end, last_lines)) if start < *last_end + 2 * CONTEXT => {
-                last_lines.extend(&a[*last_end..start]);
-                last_lines.extend(lines);
-                *last_end = end;
+            Some(last) if start < last.end + 2 * CARRY_CONTEXT => {
+                last.lines.extend(&a[last.end..start]);
+                last.lines.extend(lines);
+                last.end = end;
             }
-            _ => hunks.push((start, end, lines)),
+            _ => hunks.push(Hunk { start, end, lines }),
         }
     }
-    let mut text: Vec<&str> = target.split_inclusive('\n').collect();
-    // From the last hunk to the first, so that the positions of earlier ones stay valid in `a`.
-    for (start, end, lines) in hunks.into_iter().rev() {
-        // The needle of a hunk with `above` and `below` lines of context: its old side, and
-        // its new side.
-        let needles = |(above, below): (usize, usize)| {
-            let before = start.saturating_sub(above);
-            let after = (end + below).min(a.len());
-            let old_side: Vec<&str> = a[before..after].to_vec();
-            let mut new_side: Vec<&str> = a[before..start].to_vec();
-            new_side.extend(&lines);
-            new_side.extend(&a[end..after]);
-            (before, after, old_side, new_side)
-        };
-        let places = |text: &[&str], needle: &[&str]| -> Vec<usize> {
-            if needle.is_empty() || text.len() < needle.len() {
-                return Vec::new();
-            }
-            (0..=text.len() - needle.len())
-                .filter(|&at| text[at..at + needle.len()] == *needle)
-                .collect()
-        };
+    hunks
+}
+
+/// Where `needle` occurs in `text`.
+fn places(text: &[&str], needle: &[&str]) -> Vec<usize> {
+    if needle.is_empty() || text.len() < needle.len() {
+        return Vec::new();
+    }
+    (0..=text.len() - needle.len())
+        .filter(|&at| text[at..at + needle.len()] == *needle)
+        .collect()
+}
+
+/// A hunk with context lines from `old`: where they start and end in `old`, and its old and
+/// new sides.
+struct Needle<'a> {
+    before: usize,
+    after: usize,
+    old_side: Vec<&'a str>,
+    new_side: Vec<&'a str>,
+}
+
+impl<'a> Hunk<'a> {
+    /// The hunk with `above` and `below` lines of context from `a`.
+    fn needle(&self, a: &[&'a str], (above, below): (usize, usize)) -> Needle<'a> {
+        let before = self.start.saturating_sub(above);
+        let after = (self.end + below).min(a.len());
+        let mut new_side: Vec<&str> = a[before..self.start].to_vec();
+        new_side.extend(&self.lines);
+        new_side.extend(&a[self.end..after]);
+        Needle {
+            before,
+            after,
+            old_side: a[before..after].to_vec(),
+            new_side,
+        }
+    }
+
+    /// Applies the hunk to `text` where its old side occurs exactly once, or finds it made by
+    /// hand already; `false` when it is neither.
+    fn carry(&self, a: &[&'a str], text: &mut Vec<&'a str>, placement: Placement) -> bool {
         let mut contexts: Vec<(usize, usize)> = STRICT.to_vec();
         if placement == Placement::Loose {
             contexts.extend(ONE_SIDE);
             // Lines it replaces are a place of their own.
-            if end > start {
+            if self.end > self.start {
                 contexts.push((0, 0));
             }
         }
         let found = contexts.iter().find_map(|&context| {
-            let (before, after, old_side, _) = needles(context);
+            let needle = self.needle(a, context);
             // Strict placement needs context; a needle of nothing has no place.
-            let bare = before == start && after == end;
-            if old_side.is_empty() || (placement == Placement::Strict && bare) {
+            let bare = needle.before == self.start && needle.after == self.end;
+            if needle.old_side.is_empty() || (placement == Placement::Strict && bare) {
                 return None;
             }
-            match places(&text, &old_side)[..] {
-                [at] => Some((at, before, after)),
+            match places(text, &needle.old_side)[..] {
+                [at] => Some((at, needle)),
                 _ => None,
             }
         });
-        if let Some((at, before, after)) = found {
-            let mut replacement: Vec<&str> = a[before..start].to_vec();
-            replacement.extend(&lines);
-            replacement.extend(&a[end..after]);
-            text.splice(at..at + (after - before), replacement);
-            continue;
+        if let Some((at, needle)) = found {
+            text.splice(at..at + needle.old_side.len(), needle.new_side);
+            return true;
         }
-        // Made by hand already: the new side is there, and the old side is not. Context on
-        // one side, or none, counts only with new lines in the needle: the context of a
-        // deletion alone says nothing.
-        let mut applied_contexts: Vec<(usize, usize)> = STRICT.to_vec();
-        if !lines.is_empty() {
-            applied_contexts.extend(ONE_SIDE);
-            applied_contexts.push((0, 0));
-        }
-        let applied = applied_contexts.into_iter().any(|context| {
-            let (_, _, old_side, new_side) = needles(context);
-            !places(&text, &new_side).is_empty()
-                && (old_side.is_empty() || places(&text, &old_side).is_empty())
-        });
-        if !applied {
-            return None;
-        }
+        self.made_by_hand(a, text)
     }
-    Some(text.concat())
+
+    /// Whether the new side is in `text` and the old side is not. Context on one side, or none,
+    /// counts only with new lines in the needle: the context of a deletion alone says nothing.
+    fn made_by_hand(&self, a: &[&'a str], text: &[&str]) -> bool {
+        let mut contexts: Vec<(usize, usize)> = STRICT.to_vec();
+        if !self.lines.is_empty() {
+            contexts.extend(ONE_SIDE);
+            contexts.push((0, 0));
+        }
+        contexts.into_iter().any(|context| {
+            let needle = self.needle(a, context);
+            !places(text, &needle.new_side).is_empty()
+                && (needle.old_side.is_empty() || places(text, &needle.old_side).is_empty())
+        })
+    }
 }
 
 /// The shortest edit script from `a` to `b`, line by line: Myers' algorithm as `similar`

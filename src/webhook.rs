@@ -217,109 +217,132 @@ fn parse(body: &str) -> Result<Marker, String> {
         if !seen.insert(key) {
             return Err(format!("`{key}` is given twice"));
         }
-        let list = || -> Vec<String> {
-            value
-                .split(';')
-                .map(|item| item.trim().trim_matches('"').to_owned())
-                .collect()
-        };
-        let one_of = |allowed: &[&str]| -> Result<String, String> {
-            allowed
+        set(&mut marker, key, value)?;
+    }
+    check_complete(&marker, &seen)?;
+    Ok(marker)
+}
+
+/// Sets the field of `marker` that `key` names to `value`, checked.
+fn set(marker: &mut Marker, key: &str, value: &str) -> Result<(), String> {
+    let one_of = |allowed: &[&str]| one_of(key, value, allowed);
+    match key {
+        "path" => marker.path = checked_path(value)?,
+        "mutating" => {
+            marker.mutating = value
+                .parse()
+                .map_err(|_| format!("`mutating={value}` must be true or false"))?;
+        }
+        "failurePolicy" => marker.failure_policy = one_of(&["Fail", "Ignore"])?,
+        "matchPolicy" => marker.match_policy = Some(one_of(&["Exact", "Equivalent"])?),
+        "sideEffects" => {
+            marker.side_effects = one_of(&["None", "NoneOnDryRun", "Some", "Unknown"])?;
+        }
+        "timeoutSeconds" => {
+            let seconds: u32 = value
+                .parse()
+                .ok()
+                .filter(|s| (1..=30).contains(s))
+                .ok_or_else(|| format!("`timeoutSeconds={value}` must be 1 to 30"))?;
+            marker.timeout_seconds = Some(seconds);
+        }
+        "reinvocationPolicy" => {
+            marker.reinvocation_policy = Some(one_of(&["Never", "IfNeeded"])?);
+        }
+        "groups" => marker.groups = groups(value)?,
+        "resources" => marker.resources = items(key, list(value))?,
+        "verbs" => marker.verbs = verbs(value)?,
+        "versions" => marker.versions = items(key, list(value))?,
+        "name" => marker.name = value.to_owned(),
+        "admissionReviewVersions" => {
+            marker.admission_review_versions = items(key, list(value))?;
+            if let Some(version) = marker
+                .admission_review_versions
                 .iter()
-                .find(|candidate| candidate.eq_ignore_ascii_case(value))
-                .map(|candidate| (*candidate).to_owned())
-                .ok_or_else(|| {
-                    format!(
-                        "`{key}={value}` must be one of {}",
-                        allowed.join(", ").to_lowercase()
-                    )
-                })
-        };
-        match key {
-            "path" => marker.path = checked_path(value)?,
-            "mutating" => {
-                marker.mutating = value
-                    .parse()
-                    .map_err(|_| format!("`mutating={value}` must be true or false"))?;
-            }
-            "failurePolicy" => marker.failure_policy = one_of(&["Fail", "Ignore"])?,
-            "matchPolicy" => marker.match_policy = Some(one_of(&["Exact", "Equivalent"])?),
-            "sideEffects" => {
-                marker.side_effects = one_of(&["None", "NoneOnDryRun", "Some", "Unknown"])?;
-            }
-            "timeoutSeconds" => {
-                let seconds: u32 = value
-                    .parse()
-                    .ok()
-                    .filter(|s| (1..=30).contains(s))
-                    .ok_or_else(|| format!("`timeoutSeconds={value}` must be 1 to 30"))?;
-                marker.timeout_seconds = Some(seconds);
-            }
-            "reinvocationPolicy" => {
-                marker.reinvocation_policy = Some(one_of(&["Never", "IfNeeded"])?);
-            }
-            "groups" => {
-                marker.groups = list()
-                    .into_iter()
-                    .map(|g| crate::names::api_group(&g).to_owned())
-                    .collect();
-                if let Some(group) = marker
-                    .groups
-                    .iter()
-                    .find(|g| UNCALLED_GROUPS.contains(&g.as_str()))
-                {
-                    return Err(format!(
-                        "the API server calls no admission webhook for objects of `{group}`: no webhook can admit them"
-                    ));
-                }
-            }
-            "resources" => marker.resources = items(key, list())?,
-            "verbs" => {
-                marker.verbs = list()
-                    .into_iter()
-                    .map(|verb| {
-                        let upper = verb.to_uppercase();
-                        if ["CREATE", "UPDATE", "DELETE", "CONNECT", "*"].contains(&upper.as_str())
-                        {
-                            Ok(upper)
-                        } else {
-                            Err(format!(
-                                "unknown verb `{verb}`: use create, update, delete or connect"
-                            ))
-                        }
-                    })
-                    .collect::<Result<_, _>>()?;
-                if marker.verbs.len() > 1 && marker.verbs.iter().any(|verb| verb == "*") {
-                    return Err("`*` in `verbs` stands for every verb: give it alone".into());
-                }
-            }
-            "versions" => marker.versions = items(key, list())?,
-            "name" => marker.name = value.to_owned(),
-            "admissionReviewVersions" => {
-                marker.admission_review_versions = items(key, list())?;
-                if let Some(version) = marker
-                    .admission_review_versions
-                    .iter()
-                    .find(|v| !["v1", "v1beta1"].contains(&v.as_str()))
-                {
-                    return Err(format!(
-                        "admissionReviewVersions `{version}` does not exist: use v1 (or v1beta1)"
-                    ));
-                }
-            }
-            "namespaceSelector" => marker.namespace_selector = Some(selector(key, value)?),
-            "objectSelector" => marker.object_selector = Some(selector(key, value)?),
-            "webhookVersions" if value == "v1" => {}
-            "webhookVersions" => return Err(format!("`webhookVersions={value}`: only v1 exists")),
-            other => {
+                .find(|v| !["v1", "v1beta1"].contains(&v.as_str()))
+            {
                 return Err(format!(
-                    "unknown key `{other}` (known: path, mutating, failurePolicy, matchPolicy, sideEffects, \
-                     timeoutSeconds, reinvocationPolicy, groups, resources, verbs, versions, name, \
-                     admissionReviewVersions, namespaceSelector, objectSelector)"
+                    "admissionReviewVersions `{version}` does not exist: use v1 (or v1beta1)"
                 ));
             }
         }
+        "namespaceSelector" => marker.namespace_selector = Some(selector(key, value)?),
+        "objectSelector" => marker.object_selector = Some(selector(key, value)?),
+        "webhookVersions" if value == "v1" => {}
+        "webhookVersions" => return Err(format!("`webhookVersions={value}`: only v1 exists")),
+        other => {
+            return Err(format!(
+                "unknown key `{other}` (known: path, mutating, failurePolicy, matchPolicy, sideEffects, \
+                 timeoutSeconds, reinvocationPolicy, groups, resources, verbs, versions, name, \
+                 admissionReviewVersions, namespaceSelector, objectSelector)"
+            ));
+        }
     }
+    Ok(())
+}
+
+/// The items of a `;`-separated value, each unquoted.
+fn list(value: &str) -> Vec<String> {
+    value
+        .split(';')
+        .map(|item| item.trim().trim_matches('"').to_owned())
+        .collect()
+}
+
+/// `value` spelled as the one of `allowed` it matches, whatever its case.
+fn one_of(key: &str, value: &str, allowed: &[&str]) -> Result<String, String> {
+    allowed
+        .iter()
+        .find(|candidate| candidate.eq_ignore_ascii_case(value))
+        .map(|candidate| (*candidate).to_owned())
+        .ok_or_else(|| {
+            format!(
+                "`{key}={value}` must be one of {}",
+                allowed.join(", ").to_lowercase()
+            )
+        })
+}
+
+/// `groups=`: API groups, `core` as the empty group; none that the API server never admits.
+fn groups(value: &str) -> Result<Vec<String>, String> {
+    let groups: Vec<String> = list(value)
+        .into_iter()
+        .map(|g| crate::names::api_group(&g).to_owned())
+        .collect();
+    if let Some(group) = groups
+        .iter()
+        .find(|g| UNCALLED_GROUPS.contains(&g.as_str()))
+    {
+        return Err(format!(
+            "the API server calls no admission webhook for objects of `{group}`: no webhook can admit them"
+        ));
+    }
+    Ok(groups)
+}
+
+/// `verbs=`: admission operations, upper-cased; `*` alone.
+fn verbs(value: &str) -> Result<Vec<String>, String> {
+    let verbs = list(value)
+        .into_iter()
+        .map(|verb| {
+            let upper = verb.to_uppercase();
+            if ["CREATE", "UPDATE", "DELETE", "CONNECT", "*"].contains(&upper.as_str()) {
+                Ok(upper)
+            } else {
+                Err(format!(
+                    "unknown verb `{verb}`: use create, update, delete or connect"
+                ))
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if verbs.len() > 1 && verbs.iter().any(|verb| verb == "*") {
+        return Err("`*` in `verbs` stands for every verb: give it alone".into());
+    }
+    Ok(verbs)
+}
+
+/// Refuses a marker without a key the API server needs, or whose keys disagree.
+fn check_complete(marker: &Marker, seen: &std::collections::BTreeSet<&str>) -> Result<(), String> {
     for (key, missing) in [
         ("path", marker.path.is_empty()),
         ("mutating", !seen.contains("mutating")),
@@ -348,7 +371,7 @@ fn parse(body: &str) -> Result<Marker, String> {
     if !marker.mutating && marker.reinvocation_policy.is_some() {
         return Err("`reinvocationPolicy` is for mutating webhooks only".into());
     }
-    Ok(marker)
+    Ok(())
 }
 
 impl Marker {

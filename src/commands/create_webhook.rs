@@ -633,31 +633,7 @@ fn plan(
 ) -> anyhow::Result<Plan> {
     let names = &request.names;
     let module = module_path(names);
-    // kubebuilder's names (`mbar-v1.kb.io`) omit the group: the same kind in another group
-    // takes the group into its names.
-    let taken: Vec<String> = crate::webhook::markers_from_sources(
-        sources
-            .iter()
-            .filter(|(path, _)| path.as_path() != module)
-            .map(|(path, text)| (path.as_path(), text.as_str())),
-    )?
-    .iter()
-    .map(|marker| marker.name().to_owned())
-    .collect();
-    let webhook_name = |prefix| names::webhook_name(prefix, names, &taken);
-    let context = Context {
-        names: names.clone(),
-        project_name: project.project_name.clone(),
-        crate_ident: names::crate_ident(&project.project_name),
-        api_crate_ident: names::crate_ident(&format!("{}-api", project.project_name)),
-        namespaced: request.namespaced,
-        defaulting_path: request.defaulting_path.clone(),
-        validation_path: request.validation_path.clone(),
-        mutating_name: webhook_name('m'),
-        validating_name: webhook_name('v'),
-        builtin_module: request.builtin.map(|kind| kind.module.to_owned()),
-    };
-    let context = tera::Context::from_serialize(&context)?;
+    let context = tera::Context::from_serialize(context(project, request, sources, &module)?)?;
     let paths: [(&str, &str); 4] = [
         ("group", &names.group_dir),
         ("version", &names.version),
@@ -696,9 +672,56 @@ fn plan(
             &paths,
         )?);
     }
+    plan_kinds(&mut plan, request, rewrite, &context, &paths, policy)?;
+    plan.derived.push(webhook::derived_manifests());
+    Ok(plan)
+}
+
+/// What the templates receive. kubebuilder's names (`mbar-v1.kb.io`) omit the group: the same
+/// kind in another group takes the group into its names.
+fn context(
+    project: &Project,
+    request: &Request,
+    sources: &BTreeMap<PathBuf, String>,
+    module: &Path,
+) -> anyhow::Result<Context> {
+    let names = &request.names;
+    let taken: Vec<String> = crate::webhook::markers_from_sources(
+        sources
+            .iter()
+            .filter(|(path, _)| path.as_path() != module)
+            .map(|(path, text)| (path.as_path(), text.as_str())),
+    )?
+    .iter()
+    .map(|marker| marker.name().to_owned())
+    .collect();
+    let webhook_name = |prefix| names::webhook_name(prefix, names, &taken);
+    Ok(Context {
+        names: names.clone(),
+        project_name: project.project_name.clone(),
+        crate_ident: names::crate_ident(&project.project_name),
+        api_crate_ident: names::crate_ident(&format!("{}-api", project.project_name)),
+        namespaced: request.namespaced,
+        defaulting_path: request.defaulting_path.clone(),
+        validation_path: request.validation_path.clone(),
+        mutating_name: webhook_name('m'),
+        validating_name: webhook_name('v'),
+        builtin_module: request.builtin.map(|kind| kind.module.to_owned()),
+    })
+}
+
+/// The code of each kind of webhook the module gets, and of each spoke of its conversion. A
+/// conversion that exists only takes spokes, at its markers: its own code is there, and a
+/// module written before it had markers must get a missing marker, not a second conversion.
+fn plan_kinds(
+    plan: &mut Plan,
+    request: &Request,
+    rewrite: bool,
+    context: &tera::Context,
+    paths: &[(&str, &str)],
+    policy: impl Fn(&str) -> Policy + Copy,
+) -> anyhow::Result<()> {
     let kinds = if rewrite { request.all } else { request.add };
-    // A conversion that exists only takes spokes, at its markers: its own code is there, and a
-    // module written before it had markers must get a missing marker, not a second conversion.
     let extending = !rewrite && request.add.conversion && request.had.conversion;
     for set in kinds.sets() {
         if set == "webhook-conversion" && extending {
@@ -706,30 +729,24 @@ fn plan(
         }
         if set == "webhook-conversion" {
             plan.files
-                .extend(scaffold::render_set(set, &context, &paths, policy)?);
+                .extend(scaffold::render_set(set, context, paths, policy)?);
         }
         plan.insertions
-            .extend(scaffold::render_insertions(set, &context, &paths)?);
+            .extend(scaffold::render_insertions(set, context, paths)?);
     }
     // Each spoke at the conversion's markers, after the conversion that has them.
-    if request.all.conversion {
-        let spokes = if rewrite || request.add.conversion {
-            &request.new_spokes
-        } else {
-            &Vec::new()
-        };
-        for spoke in spokes {
+    if request.all.conversion && (rewrite || request.add.conversion) {
+        for spoke in &request.new_spokes {
             let mut context = context.clone();
             context.insert("spoke", spoke);
             plan.insertions.extend(scaffold::render_insertions(
                 "webhook-spoke",
                 &context,
-                &paths,
+                paths,
             )?);
         }
     }
-    plan.derived.push(webhook::derived_manifests());
-    Ok(plan)
+    Ok(())
 }
 
 /// Records the webhooks in PROJECT and adds PROJECT to the plan, to be written last.
