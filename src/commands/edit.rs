@@ -131,64 +131,15 @@ fn plan(
         if was.contents == will.contents {
             continue;
         }
-        let path = &will.path;
-        let shown = path.display().to_string();
-        let Some(current) = apply::read_existing(root, path)? else {
-            if OPTIONAL.contains(&shown.as_str()) {
-                continue;
-            }
-            return Err(UserError::new(format!(
-                "`{shown}` is missing, and this change of settings changes it"
-            ))
-            .help(format!(
-                "restore `{shown}` (from version control, or from `rsbuilder init` in an empty folder), then run the command again"
-            ))
-            .into());
-        };
-        // A checkout with CRLF line ends (git's `core.autocrlf`) is compared as LF, and keeps
-        // its line ends.
-        let crlf = current.contains("\r\n");
-        let current = if crlf {
-            current.replace("\r\n", "\n")
-        } else {
-            current
-        };
-        let carried =
-            |placement| diff::carry_over(&was.contents, &will.contents, &current, placement);
-        let contents = if current == was.contents {
-            will.contents.clone()
-        } else if let Some(carried) = carried(Placement::Strict) {
-            carried
-        } else if OPTIONAL.contains(&shown.as_str()) {
-            ui::note(&format!(
-                "note: {shown} was rewritten; it keeps its text, which may name the old settings"
-            ));
-            continue;
-        } else if let Some(carried) = carried(Placement::Loose).filter(|_| force) {
-            // `--force` places a change by less context, and still touches only its lines.
-            carried
-        } else {
-            refused.push((
-                shown,
-                diff::unified(
-                    &path.display().to_string(),
-                    &was.contents,
-                    &will.contents,
-                    40,
-                ),
-            ));
-            continue;
-        };
-        let contents = if crlf {
-            contents.replace('\n', "\r\n")
-        } else {
-            contents
-        };
-        plan.files.push(PlannedFile {
-            path: path.clone(),
-            contents,
-            policy: Policy::Regenerated,
-        });
+        match carry(root, was, will, force)? {
+            Carried::Write(contents) => plan.files.push(PlannedFile {
+                path: will.path.clone(),
+                contents,
+                policy: Policy::Regenerated,
+            }),
+            Carried::Skip => {}
+            Carried::Refused(diff) => refused.push((will.path.display().to_string(), diff)),
+        }
     }
     if let Some((first, change)) = refused.first() {
         let names: Vec<&str> = refused.iter().map(|(path, _)| path.as_str()).collect();
@@ -209,6 +160,74 @@ fn plan(
     }
     plan.files.push(project.planned());
     Ok(plan)
+}
+
+/// What becomes of one file `init` renders differently under the new settings.
+enum Carried {
+    /// The file with the change carried over.
+    Write(String),
+    /// An optional file, missing or rewritten: left as it is.
+    Skip,
+    /// The change cannot be placed: its diff, to show.
+    Refused(String),
+}
+
+/// Carries the change from `was` to `will` over to the file as it is in the project.
+fn carry(
+    root: &Path,
+    was: &PlannedFile,
+    will: &PlannedFile,
+    force: bool,
+) -> anyhow::Result<Carried> {
+    let path = &will.path;
+    let shown = path.display().to_string();
+    let optional = OPTIONAL.contains(&shown.as_str());
+    let Some(current) = apply::read_existing(root, path)? else {
+        if optional {
+            return Ok(Carried::Skip);
+        }
+        return Err(UserError::new(format!(
+            "`{shown}` is missing, and this change of settings changes it"
+        ))
+        .help(format!(
+            "restore `{shown}` (from version control, or from `rsbuilder init` in an empty folder), then run the command again"
+        ))
+        .into());
+    };
+    // A checkout with CRLF line ends (git's `core.autocrlf`) is compared as LF, and keeps its
+    // line ends.
+    let crlf = current.contains("\r\n");
+    let current = if crlf {
+        current.replace("\r\n", "\n")
+    } else {
+        current
+    };
+    let carried = |placement| diff::carry_over(&was.contents, &will.contents, &current, placement);
+    let contents = if current == was.contents {
+        will.contents.clone()
+    } else if let Some(carried) = carried(Placement::Strict) {
+        carried
+    } else if optional {
+        ui::note(&format!(
+            "note: {shown} was rewritten; it keeps its text, which may name the old settings"
+        ));
+        return Ok(Carried::Skip);
+    } else if let Some(carried) = carried(Placement::Loose).filter(|_| force) {
+        // `--force` places a change by less context, and still touches only its lines.
+        carried
+    } else {
+        return Ok(Carried::Refused(diff::unified(
+            &shown,
+            &was.contents,
+            &will.contents,
+            40,
+        )));
+    };
+    Ok(Carried::Write(if crlf {
+        contents.replace('\n', "\r\n")
+    } else {
+        contents
+    }))
 }
 
 /// The license `init` wrote as `spdx`. One it does not write is left alone, unless
