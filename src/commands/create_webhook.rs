@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::apply::{self, Options};
 use crate::cli::CreateWebhookArgs;
+use crate::names::builtin::Builtin;
 use crate::names::{self, ResourceNames};
 use crate::project::{self, Project, Resource, ResourceWebhooks};
 use crate::rbac;
@@ -217,6 +218,26 @@ struct Found<'a> {
     names: ResourceNames,
 }
 
+/// Refuses webhooks that Kubernetes' own kind `gvk` cannot have: admission of the
+/// admission configurations, and conversion.
+fn refuse_builtin(gvk: &str, kind: &Builtin, add: Kinds) -> anyhow::Result<()> {
+    if kind.group == "admissionregistration.k8s.io" {
+        return Err(UserError::new(format!(
+            "the API server calls no admission webhook for {gvk}: objects of admissionregistration.k8s.io are never sent to webhooks, so that a webhook cannot lock the cluster out of fixing its webhooks"
+        ))
+        .help("check those objects in a controller instead: `rsbuilder create api --group admissionregistration --version v1 --kind <Kind> --resource=false`")
+        .into());
+    }
+    if add.conversion {
+        return Err(UserError::new(format!(
+            "--conversion converts between the versions of a custom resource, and {gvk} is Kubernetes' own"
+        ))
+        .help("drop --conversion")
+        .into());
+    }
+    Ok(())
+}
+
 /// Finds the kind that `--group`, `--version` and `--kind` name, refusing one that no webhook
 /// can admit, and checks `--plural` against it.
 fn find_kind<'a>(
@@ -242,20 +263,7 @@ fn find_kind<'a>(
             kind.version,
             kind.kind
         );
-        if kind.group == "admissionregistration.k8s.io" {
-            return Err(UserError::new(format!(
-                "the API server calls no admission webhook for {gvk}: objects of admissionregistration.k8s.io are never sent to webhooks, so that a webhook cannot lock the cluster out of fixing its webhooks"
-            ))
-            .help("check those objects in a controller instead: `rsbuilder create api --group admissionregistration --version v1 --kind <Kind> --resource=false`")
-            .into());
-        }
-        if add.conversion {
-            return Err(UserError::new(format!(
-                "--conversion converts between the versions of a custom resource, and {gvk} is Kubernetes' own"
-            ))
-            .help("drop --conversion")
-            .into());
-        }
+        refuse_builtin(&gvk, kind, add)?;
     }
     let core_record = builtin.map(super::create_api::builtin_group);
     let resource = match (in_project, builtin, &core_record) {

@@ -63,33 +63,7 @@ pub fn upgrade(root: &Path, options: UpgradeOptions) -> anyhow::Result<()> {
         ));
         return Ok(());
     }
-    let installed = runtime::version();
-    if parse_version(&recorded.version).ok() > parse_version(&installed).ok() {
-        let message = format!(
-            "the project's runtime ({}) is newer than this rsbuilder's ({installed}): upgrading would downgrade it",
-            recorded.version
-        );
-        if !options.force {
-            return Err(UserError::new(message)
-                .help("install a newer rsbuilder (`cargo install rsbuilder`), or pass --force to downgrade")
-                .into());
-        }
-        ui::warn(&format!("{message}; --force downgrades it"), None);
-    }
-    if !changed.is_empty() {
-        let list: Vec<String> = changed.iter().map(|p| format!("`{p}`")).collect();
-        let message = format!(
-            "the runtime was changed since rsbuilder wrote it: {} {} not match PROJECT's checksum",
-            list.join(", "),
-            if list.len() == 1 { "does" } else { "do" }
-        );
-        if !options.force {
-            return Err(UserError::new(message)
-                .help("move your changes out of runtime/ (into operator/), or pass --force to replace them and lose the changes")
-                .into());
-        }
-        ui::warn(&format!("{message}; --force replaces them"), None);
-    }
+    refuse_unless_forced(&recorded, &changed, options.force)?;
 
     let (plan, pins) = plan(root, &mut project, &on_disk, new_files, new_record)?;
     if options.dry_run {
@@ -120,6 +94,43 @@ pub fn upgrade(root: &Path, options: UpgradeOptions) -> anyhow::Result<()> {
             recorded.version,
             runtime::version()
         ));
+    }
+    Ok(())
+}
+
+/// Refuses, unless `force`, to downgrade the runtime or to replace files of it that were
+/// changed; with `force`, warns.
+fn refuse_unless_forced(
+    recorded: &RuntimeRecord,
+    changed: &[String],
+    force: bool,
+) -> anyhow::Result<()> {
+    let installed = runtime::version();
+    if parse_version(&recorded.version).ok() > parse_version(&installed).ok() {
+        let message = format!(
+            "the project's runtime ({}) is newer than this rsbuilder's ({installed}): upgrading would downgrade it",
+            recorded.version
+        );
+        if !force {
+            return Err(UserError::new(message)
+                .help("install a newer rsbuilder (`cargo install rsbuilder`), or pass --force to downgrade")
+                .into());
+        }
+        ui::warn(&format!("{message}; --force downgrades it"), None);
+    }
+    if !changed.is_empty() {
+        let list: Vec<String> = changed.iter().map(|p| format!("`{p}`")).collect();
+        let message = format!(
+            "the runtime was changed since rsbuilder wrote it: {} {} not match PROJECT's checksum",
+            list.join(", "),
+            if list.len() == 1 { "does" } else { "do" }
+        );
+        if !force {
+            return Err(UserError::new(message)
+                .help("move your changes out of runtime/ (into operator/), or pass --force to replace them and lose the changes")
+                .into());
+        }
+        ui::warn(&format!("{message}; --force replaces them"), None);
     }
     Ok(())
 }
