@@ -38,7 +38,7 @@ project="$work/journey-operator"
 mkdir "$project"
 cd "$project"
 
-step() { printf -- '-- %s\n' "$*"; }
+step() { printf -- '-- [%ss] %s\n' "$SECONDS" "$*"; }
 
 step "scaffold"
 "$rsbuilder" init --domain example.com 2>/dev/null

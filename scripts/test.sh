@@ -20,7 +20,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> [%ss] %s\n' "$SECONDS" "$*"; }
 
 step "rsbuilder: cargo fmt --check"
 cargo fmt --all -- --check
@@ -98,16 +98,16 @@ for golden in testdata/*/; do
     cd "$1"
     rsbuilder="$2"
     kubectl_bin="$3"
-    echo "-- cargo fmt --check"
+    echo "-- [${SECONDS}s] cargo fmt --check"
     cargo fmt --all -- --check
-    echo "-- cargo clippy --locked --all-targets -- -D warnings"
+    echo "-- [${SECONDS}s] cargo clippy --locked --all-targets -- -D warnings"
     cargo clippy --quiet --locked --all-targets -- -D warnings
-    echo "-- cargo test --locked"
+    echo "-- [${SECONDS}s] cargo test --locked"
     cargo test --quiet --locked
-    echo "-- rsbuilder generate --check"
+    echo "-- [${SECONDS}s] rsbuilder generate --check"
     "$rsbuilder" generate --check
     if [[ "$4" == 1 ]]; then
-      echo "-- make test-e2e-local"
+      echo "-- [${SECONDS}s] make test-e2e-local"
       # The seed project also runs ten rounds of leader election between replicas.
       args=""
       [[ "$6" == project-v1 ]] && args="--leader-election 10"
@@ -116,11 +116,11 @@ for golden in testdata/*/; do
     if [[ -n "$kubectl_bin" ]]; then
       for dir in config/*/; do
         [[ -f "$dir/kustomization.yaml" ]] || continue
-        echo "-- kubectl kustomize $dir"
+        echo "-- [${SECONDS}s] kubectl kustomize $dir"
         "$kubectl_bin" kustomize "$dir" >/dev/null
       done
       if grep -q "^  webhooks:" PROJECT; then
-        echo "-- config/default serves the webhooks with cert-manager certificates"
+        echo "-- [${SECONDS}s] config/default serves the webhooks with cert-manager certificates"
         built="$("$kubectl_bin" kustomize config/default)"
         for kind in Service Certificate Issuer; do
           grep -q "^kind: $kind\$" <<<"$built" || { echo "no $kind in config/default"; exit 1; }
@@ -166,4 +166,5 @@ if ((failed > 0)); then
   echo "failed: ${failures[*]}"
 fi
 echo "projects: $passed passed, $failed failed"
+echo "took ${SECONDS}s"
 ((failed == 0))
