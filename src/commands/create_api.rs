@@ -115,17 +115,15 @@ impl Request {
 
 /// Runs `create api` in the project around the current directory.
 pub fn run(args: CreateApiArgs) -> anyhow::Result<()> {
-    let cwd = std::env::current_dir().context("failed to read the current directory")?;
-    let root = project::find_root(&cwd)?;
-    // One command at a time plans and writes a project.
-    let _lock = apply::lock(&root)?;
-    let mut project = project::load(&root)?;
+    let open = super::open()?;
+    let root = open.root.as_path();
+    let mut project = project::load(root)?;
     let request = resolve(&args, &project)?;
-    let crd = crd_to_join(&OnDisk(&root), &request)?;
+    let crd = crd_to_join(&OnDisk(root), &request)?;
     let plan = plan(&project, &request, crd.as_deref())?;
     let plan = with_project(plan, &mut project, &request);
     apply::apply(
-        &root,
+        root,
         plan,
         Options {
             force: args.force,
@@ -136,7 +134,7 @@ pub fn run(args: CreateApiArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if args.make {
-        super::generate::generate(&root, false)
+        super::generate::generate(root, false)
             .context("the API was scaffolded, but `--make` could not regenerate the manifests")?;
     }
     let names = &request.names;

@@ -84,17 +84,15 @@ struct Request {
 
 /// Runs `create webhook` in the project around the current directory.
 pub fn run(args: CreateWebhookArgs) -> anyhow::Result<()> {
-    let cwd = std::env::current_dir().context("failed to read the current directory")?;
-    let root = project::find_root(&cwd)?;
-    // One command at a time plans and writes a project.
-    let _lock = apply::lock(&root)?;
-    let mut project = project::load(&root)?;
+    let open = super::open()?;
+    let root = open.root.as_path();
+    let mut project = project::load(root)?;
     let request = resolve(&args, &project)?;
-    let sources = rbac::read_sources(&OnDisk(&root))?;
+    let sources = rbac::read_sources(&OnDisk(root))?;
     let plan = plan(&project, &request, &sources)?;
     let plan = with_project(plan, &mut project, &request);
     apply::apply(
-        &root,
+        root,
         plan,
         Options {
             force: args.force,
@@ -117,7 +115,7 @@ pub fn run(args: CreateWebhookArgs) -> anyhow::Result<()> {
         );
     }
     if args.make {
-        super::generate::generate(&root, false).context(
+        super::generate::generate(root, false).context(
             "the webhooks were scaffolded, but `--make` could not regenerate the manifests",
         )?;
     }

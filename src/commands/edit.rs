@@ -38,11 +38,9 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
     if let Some(owner) = &args.owner {
         names::validate_text("owner", owner, "\"The otp-operator Authors\"")?;
     }
-    let cwd = std::env::current_dir().context("failed to read the current directory")?;
-    let root = project::find_root(&cwd)?;
-    // One command at a time plans and writes a project.
-    let _lock = apply::lock(&root)?;
-    let mut project = project::load(&root)?;
+    let open = super::open()?;
+    let root = open.root.as_path();
+    let mut project = project::load(root)?;
     let manifest = std::fs::read_to_string(root.join("Cargo.toml"))
         .context("failed to read the workspace Cargo.toml")?;
     let old = Settings {
@@ -62,9 +60,9 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
         refuse_cluster_scoped(&project)?;
     }
 
-    let plan = plan(&root, &mut project, &old, &new, args.force)?;
+    let plan = plan(root, &mut project, &old, &new, args.force)?;
     apply::apply(
-        &root,
+        root,
         plan,
         Options {
             force: true,

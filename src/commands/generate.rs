@@ -26,11 +26,9 @@ const DIFF_LINES: usize = 40;
 
 /// Runs `generate` in the project around the current directory.
 pub fn run(check: bool) -> anyhow::Result<()> {
-    let cwd = std::env::current_dir().context("failed to read the current directory")?;
-    let root = project::find_root(&cwd)?;
-    // One command at a time plans and writes a project.
-    let _lock = apply::lock(&root)?;
-    generate(&root, check)
+    let open = super::open()?;
+    let root = open.root.as_path();
+    generate(root, check)
 }
 
 /// Regenerates (or, with `check`, compares) the manifests of the project at `root`.

@@ -1,5 +1,7 @@
-//! One module per command. Each runs the same steps: resolve the flags into options, load
-//! PROJECT, plan every file in memory, apply the plan, save PROJECT.
+//! One module per command. Each runs the same steps: open the project (`open`: find its root,
+//! lock it, undo an interrupted command), load PROJECT, resolve the flags into a request, plan
+//! every file in memory (PROJECT last, through `Project::planned`), apply the plan, and print
+//! what to do next.
 
 pub mod create_api;
 pub mod create_webhook;
@@ -8,8 +10,30 @@ pub mod generate;
 pub mod init;
 pub mod upgrade;
 
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+
+use crate::apply::{self, ProjectLock};
 use crate::cli::{Cli, Command, CreateCommand};
+use crate::project;
 use crate::versions;
+
+/// The project around the current directory, locked for one command.
+pub struct Open {
+    /// The project's root, where PROJECT is.
+    pub root: PathBuf,
+    _lock: ProjectLock,
+}
+
+/// Finds the project around the current directory and takes its lock, so that one command at
+/// a time plans and writes it; an interrupted command's writes are undone first.
+pub fn open() -> anyhow::Result<Open> {
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let root = project::find_root(&cwd)?;
+    let lock = apply::lock(&root)?;
+    Ok(Open { root, _lock: lock })
+}
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {

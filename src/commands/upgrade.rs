@@ -34,11 +34,9 @@ pub struct UpgradeOptions {
 
 /// Runs `upgrade` in the project around the current directory.
 pub fn run(options: UpgradeOptions) -> anyhow::Result<()> {
-    let cwd = std::env::current_dir().context("failed to read the current directory")?;
-    let root = project::find_root(&cwd)?;
-    // One command at a time plans and writes a project.
-    let _lock = apply::lock(&root)?;
-    upgrade(&root, options)
+    let open = super::open()?;
+    let root = open.root.as_path();
+    upgrade(root, options)
 }
 
 /// Upgrades the runtime of the project at `root`.
