@@ -25,6 +25,9 @@ pub struct Project {
     pub cli_version: String,
     /// The domain of the API groups.
     pub domain: String,
+    /// `--multigroup`: recorded as kubebuilder records it. Every rsbuilder project holds any
+    /// number of groups, each in a module of its own, so it changes no path.
+    pub multigroup: bool,
     /// Whether the manager is limited to its own namespace.
     pub namespaced: bool,
     /// The project name.
@@ -215,6 +218,8 @@ struct Stored {
     #[serde(default)]
     layout: Vec<String>,
     #[serde(default)]
+    multigroup: bool,
+    #[serde(default)]
     namespaced: bool,
     #[serde(default)]
     plugins: BTreeMap<String, StoredPlugin>,
@@ -334,6 +339,7 @@ fn parse(text: &str) -> anyhow::Result<Project> {
     Ok(Project {
         cli_version: stored.cli_version,
         domain: stored.domain,
+        multigroup: stored.multigroup,
         namespaced: stored.namespaced,
         project_name: stored.project_name,
         repo: stored.repo,
@@ -383,6 +389,9 @@ impl Project {
         );
         let _ = writeln!(out, "domain: {}", crate::yaml::scalar(&self.domain));
         let _ = writeln!(out, "layout:\n- {LAYOUT}");
+        if self.multigroup {
+            out.push_str("multigroup: true\n");
+        }
         if self.namespaced {
             out.push_str("namespaced: true\n");
         }
@@ -597,6 +606,7 @@ mod tests {
         Project {
             cli_version: "0.1.0".into(),
             domain: "learn.com".into(),
+            multigroup: false,
             namespaced: false,
             project_name: "otp-operator".into(),
             repo: None,
@@ -762,8 +772,8 @@ mod tests {
                 "PROJECT is not valid: invalid controller name `Bad_Name`",
             ),
             (
-                good.replace("version: \"3\"", "version: \"3\"\nmultigroup: true"),
-                "PROJECT is not valid: unknown field `multigroup`",
+                good.replace("version: \"3\"", "version: \"3\"\nmultiGroup: true"),
+                "PROJECT is not valid: unknown field `multiGroup`",
             ),
             (
                 good.replace(

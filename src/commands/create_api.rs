@@ -38,6 +38,8 @@ struct Context {
     crate_ident: String,
     api_crate_ident: String,
     namespaced: bool,
+    /// Whether the project is namespaced: its helper roles are Roles, not ClusterRoles.
+    project_namespaced: bool,
     /// `--ssa`: every field of the spec is an `Option` left out when unset.
     ssa: bool,
     storage: bool,
@@ -1164,6 +1166,7 @@ fn context(project: &Project, request: &Request) -> Context {
         crate_ident: names::crate_ident(&project.project_name),
         api_crate_ident: names::crate_ident(&format!("{}-api", project.project_name)),
         namespaced: request.namespaced,
+        project_namespaced: project.namespaced,
         ssa: request.ssa,
         storage: request.storage(),
         versions: Vec::new(),

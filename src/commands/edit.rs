@@ -8,7 +8,7 @@
 //! with the diff it needs. `--force` lets a change be placed by the unchanged lines on one side
 //! of it, where the other side was edited.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
@@ -16,7 +16,7 @@ use crate::apply::{self, Options};
 use crate::cli::EditArgs;
 use crate::commands::init::{self, Settings};
 use crate::diff::{self, Placement};
-use crate::names;
+use crate::names::{self, ResourceNames};
 use crate::project::{self, Project};
 use crate::rbac;
 use crate::scaffold::{Plan, PlannedFile, Policy};
@@ -60,6 +60,10 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
         refuse_cluster_scoped(&project)?;
     }
 
+    // `--multigroup` is recorded as kubebuilder records it; it changes no file but PROJECT.
+    if args.multigroup == Some(true) {
+        project.multigroup = true;
+    }
     let plan = plan(root, &mut project, &old, &new, args.force)?;
     apply::apply(
         root,
@@ -154,10 +158,71 @@ fn plan(
     }
     if old.namespaced != new.namespaced {
         project.namespaced = new.namespaced;
+        plan.files.extend(helper_roles(root, project)?);
         plan.derived.push(rbac::derived_role(project.namespaced));
     }
     plan.files.push(project.planned());
     Ok(plan)
+}
+
+/// The admin, editor and viewer roles of every kind, switched between `ClusterRole` (a
+/// cluster-wide project) and `Role` (a namespaced one), as `create api` writes them: only their
+/// `kind:` line changes. A role whose `kind:` line is neither is left as it is, with a note.
+fn helper_roles(root: &Path, project: &Project) -> anyhow::Result<Vec<PlannedFile>> {
+    let (from, to) = if project.namespaced {
+        ("kind: ClusterRole", "kind: Role")
+    } else {
+        ("kind: Role", "kind: ClusterRole")
+    };
+    let mut files = Vec::new();
+    for resource in project.resources.iter().filter(|r| r.api.is_some()) {
+        let names = ResourceNames::new(
+            &resource.group,
+            &resource.version,
+            &resource.kind,
+            resource.plural.as_deref(),
+            &resource.domain,
+        );
+        for role in ["admin", "editor", "viewer"] {
+            let path = PathBuf::from(format!(
+                "config/rbac/{}_{role}_role.yaml",
+                names.file_prefix
+            ));
+            let Some(text) = apply::read_existing(root, &path)? else {
+                continue;
+            };
+            let is = |line: &str, kind: &str| line.trim_end_matches(['\r', '\n']) == kind;
+            if text.split_inclusive('\n').any(|line| is(line, to)) {
+                continue;
+            }
+            let mut found = false;
+            let contents: String = text
+                .split_inclusive('\n')
+                .map(|line| {
+                    if !found && is(line, from) {
+                        found = true;
+                        line.replacen(from, to, 1)
+                    } else {
+                        line.to_owned()
+                    }
+                })
+                .collect();
+            if !found {
+                ui::note(&format!(
+                    "note: {} has no `{from}` line; change its kind to `{}` by hand",
+                    path.display(),
+                    &to["kind: ".len()..]
+                ));
+                continue;
+            }
+            files.push(PlannedFile {
+                path,
+                contents,
+                policy: Policy::Regenerated,
+            });
+        }
+    }
+    Ok(files)
 }
 
 /// What becomes of one file `init` renders differently under the new settings.

@@ -142,6 +142,7 @@ fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
     let project = Project {
         cli_version: versions::RSBUILDER.to_owned(),
         domain: context.domain.clone(),
+        multigroup: args.multigroup,
         namespaced: context.namespaced,
         project_name: context.project_name.clone(),
         repo: context.repo.clone(),

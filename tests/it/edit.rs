@@ -199,10 +199,16 @@ fn what_cannot_work_is_refused() {
         "invalid --owner `bad \"quote\"`",
         "pass `--owner",
     );
-    // Accepted as kubebuilder's scripts pass them, changing nothing.
-    let before = ws.snapshot();
+    // Accepted as kubebuilder's scripts pass them: `--multigroup` is recorded in PROJECT, and
+    // nothing else changes.
+    let mut before = ws.snapshot();
     ws.run(&["edit", "--multigroup", "--plugins=go/v4"])
         .success();
+    let project = before.get_mut(std::path::Path::new("PROJECT")).unwrap();
+    *project = String::from_utf8(project.clone())
+        .unwrap()
+        .replace("\nplugins:\n", "\nmultigroup: true\nplugins:\n")
+        .into_bytes();
     assert_same_tree(&before, &ws.snapshot(), "`edit --multigroup`");
 }
 
@@ -277,4 +283,45 @@ fn a_file_edit_must_change_but_is_missing_is_refused() {
         "`operator/src/main.rs` is missing, and this change of settings changes it",
         "restore `operator/src/main.rs` (from version control, or from `rsbuilder init` in an empty folder), then run the command again",
     );
+}
+
+#[test]
+fn a_helper_role_whose_kind_was_changed_by_hand_is_left_with_a_note() {
+    let ws = project(&[]);
+    let viewer = "config/rbac/appotp_app_otp_viewer_role.yaml";
+    let mine = ws
+        .read(viewer)
+        .replace("kind: ClusterRole\n", "kind: ClusterRole # mine\n");
+    ws.write(viewer, &mine);
+    let err = stderr(&ws.run(&["edit", "--namespaced"]).success());
+    assert!(
+        err.lines().any(|line| line
+            == format!(
+                "note: {viewer} has no `kind: ClusterRole` line; change its kind to `Role` by hand"
+            )),
+        "{err}"
+    );
+    assert_eq!(ws.read(viewer), mine);
+    for role in ["admin", "editor"] {
+        let text = ws.read(&format!("config/rbac/appotp_app_otp_{role}_role.yaml"));
+        assert!(text.contains("\nkind: Role\n"), "{text}");
+    }
+}
+
+#[test]
+fn multigroup_is_recorded_in_project_as_kubebuilder_records_it() {
+    let made = Workspace::new("otp-operator");
+    made.run(&["init", "--domain", "learn.com", "--multigroup"])
+        .success();
+    assert!(made.read("PROJECT").contains("\nmultigroup: true\n"));
+    made.run(APPOTP).success();
+
+    let edited = project(&[]);
+    assert!(!edited.read("PROJECT").contains("multigroup"));
+    let err = stderr(&edited.run(&["edit", "--multigroup"]).success());
+    assert_eq!(err, "updated PROJECT\n");
+    assert!(edited.read("PROJECT").contains("\nmultigroup: true\n"));
+    // Recorded once: a second `edit --multigroup` changes nothing.
+    let err = stderr(&edited.run(&["edit", "--multigroup"]).success());
+    assert_eq!(err, "unchanged PROJECT\n");
 }
