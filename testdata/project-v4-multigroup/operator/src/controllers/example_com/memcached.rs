@@ -296,13 +296,20 @@ async fn apply(object: &Object, api: &Api<Object>, ctx: &Context) -> Result<Acti
     let namespace = object.namespace().unwrap_or_default();
     let deployments: Api<appsv1::Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
     let desired = deployment(object);
-    let applied = deployments
+    let applied = match deployments
         .patch(
             &object.name_any(),
             &PatchParams::apply(NAME).force(),
             &Patch::Apply(&desired),
         )
-        .await?;
+        .await
+    {
+        Ok(applied) => applied,
+        Err(error) => {
+            not_applied(object, api, ctx, &error).await;
+            return Err(error.into());
+        }
+    };
 
     let replicas = object.spec.size.unwrap_or(1);
     let observed = observe(&applied, replicas);
@@ -368,6 +375,47 @@ async fn apply(object: &Object, api: &Api<Object>, ctx: &Context) -> Result<Acti
     }
     let available = observed[0].status == "True";
     Ok(Action::requeue(if available { RESYNC } else { WAIT }))
+}
+
+/// Reports a Deployment the API server refused (an admission webhook, a quota, a missing
+/// permission) where the user looks: `Available=False` and `Degraded=True` with the error, and
+/// a Warning event. The reconcile still fails, and is retried with backoff; a failure to
+/// report is logged, not returned, so that the error the user needs is the one retried.
+async fn not_applied(object: &Object, api: &Api<Object>, ctx: &Context, error: &kube::Error) {
+    let generation = object.metadata.generation;
+    let message = format!("the Deployment could not be applied: {error}");
+    let current = object.status.clone().unwrap_or_default();
+    let mut status = current.clone();
+    for (type_, value) in [("Available", "False"), ("Degraded", "True")] {
+        let condition = conditions::new(
+            type_,
+            value,
+            "DeploymentNotApplied",
+            message.clone(),
+            generation,
+        );
+        conditions::set(&mut status.conditions, condition);
+    }
+    if status != current {
+        let owned: Vec<&metav1::Condition> = ["Available", "Degraded"]
+            .into_iter()
+            .filter_map(|type_| conditions::find(&status.conditions, type_))
+            .collect();
+        let owned = serde_json::json!({ "conditions": owned });
+        if let Err(report) = apply_status(api, &object.name_any(), NAME, owned).await {
+            tracing::warn!(%report, "cannot report the failed apply in the status");
+        }
+    }
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "DeploymentNotApplied".into(),
+        note: Some(message),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    if let Err(report) = ctx.recorder.publish(&event, &object.object_ref(&())).await {
+        tracing::warn!(%report, "cannot publish the failed apply");
+    }
 }
 
 /// The work before an object goes away: the finalizer is removed once this succeeds. The

@@ -285,6 +285,97 @@ async fn a_missing_deployment_is_created_and_its_state_reported() {
     expect_no_more(server).await;
 }
 
+/// Answers the next request, which must be `method` `path`, with a `Failure` status of `code`,
+/// as the API server refuses a request.
+async fn refuse(server: &mut ApiServer, method: Method, path: &str, code: u16, message: &str) {
+    let (request, send) = within(server.next_request())
+        .await
+        .expect("the client is still connected");
+    assert_eq!((request.method(), request.uri().path()), (&method, path));
+    let status = json!({
+        "apiVersion": "v1",
+        "kind": "Status",
+        "status": "Failure",
+        "message": message,
+        "reason": "Forbidden",
+        "code": code,
+    });
+    send.send_response(
+        http::Response::builder()
+            .status(code)
+            .body(kube::client::Body::from(
+                serde_json::to_vec(&status).unwrap(),
+            ))
+            .unwrap(),
+    );
+}
+
+#[tokio::test]
+async fn a_deployment_the_api_server_refuses_is_reported_in_the_status_and_retried() {
+    let (ctx, mut server) = context();
+    let new = object(full_spec(), &[FINALIZER], 1);
+    let reconciling = tokio::spawn(reconcile(Arc::new(new.clone()), ctx));
+    let refusal = "deployments.apps \"test\" is forbidden: exceeded quota";
+    refuse(
+        &mut server,
+        Method::PATCH,
+        &deployments_path(),
+        403,
+        refusal,
+    )
+    .await;
+
+    let (_, status) = expect(
+        &mut server,
+        Method::PATCH,
+        &format!("{}/status", path()),
+        |patch| {
+            let mut object = serde_json::to_value(&new).unwrap();
+            object["status"] = patch["status"].clone();
+            object
+        },
+    )
+    .await;
+    let conditions: Vec<(&str, &str, &str)> = status["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let message = c["message"].as_str().unwrap();
+            assert!(message.contains(refusal), "{message}");
+            (
+                c["type"].as_str().unwrap(),
+                c["status"].as_str().unwrap(),
+                c["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        conditions,
+        [
+            ("Available", "False", "DeploymentNotApplied"),
+            ("Degraded", "True", "DeploymentNotApplied")
+        ]
+    );
+
+    let (_, event) = expect(
+        &mut server,
+        Method::POST,
+        "/apis/events.k8s.io/v1/namespaces/default/events",
+        Value::clone,
+    )
+    .await;
+    assert_eq!(
+        (&event["reason"], &event["type"]),
+        (&json!("DeploymentNotApplied"), &json!("Warning"))
+    );
+    assert!(event["note"].as_str().unwrap().contains(refusal), "{event}");
+    // The reconcile fails, so that the runner retries it with backoff.
+    let error = within(reconciling).await.unwrap().unwrap_err();
+    assert!(error.to_string().contains(refusal), "{error}");
+    expect_no_more(server).await;
+}
+
 #[tokio::test]
 async fn a_spec_change_is_rolled_out() {
     let (ctx, mut server) = context();
