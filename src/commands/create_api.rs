@@ -199,6 +199,13 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
     }
     if let Some(name) = &args.controller_name {
         names::validate_controller_name(name)?;
+        if args.controller == Some(false) {
+            return Err(UserError::new(format!(
+                "--controller-name {name} names a controller, but --controller=false scaffolds none"
+            ))
+            .help("drop --controller=false, or drop --controller-name")
+            .into());
+        }
     }
     let image = resolve_image(args)?;
     refuse_flags_that_disagree(args)?;
@@ -254,18 +261,9 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
     })
 }
 
-/// Refuses flags that cannot go together: a controller name without a controller, `--ssa`
-/// without types of the kind's own, and `--image` with a part it needs turned off.
+/// Refuses flags that cannot go together: `--ssa` without types of the kind's own, and
+/// `--image` with a part it needs turned off.
 fn refuse_flags_that_disagree(args: &CreateApiArgs) -> anyhow::Result<()> {
-    if let Some(name) = &args.controller_name
-        && args.controller == Some(false)
-    {
-        return Err(UserError::new(format!(
-            "--controller-name {name} names a controller, but --controller=false scaffolds none"
-        ))
-        .help("drop --controller=false, or drop --controller-name")
-        .into());
-    }
     if args.ssa && (args.image.is_some() || args.resource == Some(false)) {
         return Err(UserError::new(format!(
             "--ssa shapes the types of a kind, and {} scaffolds none of its own",

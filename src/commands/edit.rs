@@ -175,14 +175,19 @@ fn helper_roles(root: &Path, project: &Project) -> anyhow::Result<Vec<PlannedFil
         ("kind: Role", "kind: ClusterRole")
     };
     let mut files = Vec::new();
+    // One set of roles per kind, whatever its versions; named as `create api` names them.
+    let mut prefixes = std::collections::BTreeSet::new();
     for resource in project.resources.iter().filter(|r| r.api.is_some()) {
         let names = ResourceNames::new(
             &resource.group,
             &resource.version,
             &resource.kind,
             resource.plural.as_deref(),
-            &resource.domain,
+            &project.domain,
         );
+        if !prefixes.insert(names.file_prefix.clone()) {
+            continue;
+        }
         for role in ["admin", "editor", "viewer"] {
             let path = PathBuf::from(format!(
                 "config/rbac/{}_{role}_role.yaml",

@@ -386,7 +386,13 @@ async fn not_applied(object: &Object, api: &Api<Object>, ctx: &Context, error: &
     let message = format!("the Deployment could not be applied: {error}");
     let current = object.status.clone().unwrap_or_default();
     let mut status = current.clone();
-    for (type_, value) in [("Available", "False"), ("Degraded", "True")] {
+    // A Deployment that was applied before keeps serving with its old spec: it stays as
+    // available as last observed. One that never was is not available.
+    let mut failed = vec![("Degraded", "True")];
+    if conditions::find(&current.conditions, "Available").is_none() {
+        failed.insert(0, ("Available", "False"));
+    }
+    for (type_, value) in failed {
         let condition = conditions::new(
             type_,
             value,
@@ -397,11 +403,22 @@ async fn not_applied(object: &Object, api: &Api<Object>, ctx: &Context, error: &
         conditions::set(&mut status.conditions, condition);
     }
     if status != current {
-        let owned: Vec<&metav1::Condition> = ["Available", "Degraded"]
+        // Server-side apply drops what this field manager owned and leaves out: the apply
+        // carries every field it owns, as `apply` writes them.
+        let owned: Vec<&metav1::Condition> = ["Available", "Progressing", "Degraded"]
             .into_iter()
             .filter_map(|type_| conditions::find(&status.conditions, type_))
             .collect();
-        let owned = serde_json::json!({ "conditions": owned });
+        let mut owned = serde_json::json!({ "conditions": owned });
+        if let Some(observed) = current.observed_generation {
+            owned["observedGeneration"] = observed.into();
+        }
+        if let Some(ready) = current.ready_replicas {
+            owned["readyReplicas"] = ready.into();
+        }
+        if let Some(available) = current.available_replicas {
+            owned["availableReplicas"] = available.into();
+        }
         if let Err(report) = apply_status(api, &object.name_any(), NAME, owned).await {
             tracing::warn!(%report, "cannot report the failed apply in the status");
         }

@@ -377,6 +377,85 @@ async fn a_deployment_the_api_server_refuses_is_reported_in_the_status_and_retri
 }
 
 #[tokio::test]
+async fn a_refused_update_keeps_the_status_it_owns_and_reports_degraded() {
+    let (ctx, mut server) = context();
+    let mut changed = object(full_spec(), &[FINALIZER], 2);
+    changed.status = Some(
+        serde_json::from_value(json!({
+            "conditions": [
+                {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+                 "message": "3 of 3 pods are available", "lastTransitionTime": EARLIER},
+                {"type": "Progressing", "status": "False", "reason": "RolloutComplete",
+                 "message": "the Deployment runs the current spec", "lastTransitionTime": EARLIER},
+                {"type": "Degraded", "status": "False", "reason": "AsExpected",
+                 "message": "the Deployment reports no failure", "lastTransitionTime": EARLIER},
+            ],
+            "observedGeneration": 1,
+            "readyReplicas": 3,
+            "availableReplicas": 3,
+        }))
+        .unwrap(),
+    );
+    let reconciling = tokio::spawn(reconcile(Arc::new(changed.clone()), ctx));
+    let refusal = "admission webhook \"policy.example.com\" denied the request";
+    refuse(
+        &mut server,
+        Method::PATCH,
+        &deployments_path(),
+        403,
+        refusal,
+    )
+    .await;
+
+    // The status is applied with every field this controller owns, or server-side apply would
+    // drop the ones left out; the old pods still serve, so `Available` stays as it was.
+    let (_, status) = expect(
+        &mut server,
+        Method::PATCH,
+        &format!("{}/status", path()),
+        |patch| {
+            let mut object = serde_json::to_value(&changed).unwrap();
+            object["status"] = patch["status"].clone();
+            object
+        },
+    )
+    .await;
+    let conditions: Vec<(&str, &str, &str)> = status["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["type"].as_str().unwrap(),
+                c["status"].as_str().unwrap(),
+                c["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        conditions,
+        [
+            ("Available", "True", "MinimumReplicasAvailable"),
+            ("Progressing", "False", "RolloutComplete"),
+            ("Degraded", "True", "DeploymentNotApplied")
+        ]
+    );
+    assert_eq!(status["status"]["observedGeneration"], 1);
+    assert_eq!(status["status"]["readyReplicas"], 3);
+    assert_eq!(status["status"]["availableReplicas"], 3);
+    let (_, event) = expect(
+        &mut server,
+        Method::POST,
+        "/apis/events.k8s.io/v1/namespaces/default/events",
+        Value::clone,
+    )
+    .await;
+    assert_eq!(event["type"], "Warning");
+    within(reconciling).await.unwrap().unwrap_err();
+    expect_no_more(server).await;
+}
+
+#[tokio::test]
 async fn a_spec_change_is_rolled_out() {
     let (ctx, mut server) = context();
     let mut spec = full_spec();
