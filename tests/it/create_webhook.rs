@@ -718,3 +718,104 @@ fn the_same_kind_in_two_groups_gets_webhooks_with_their_own_names() {
     .success();
     assert_eq!(ws.read("config/webhook/manifests.yaml"), manifests);
 }
+
+/// Moving the project to another namespace and name prefix in config/default moves every name a
+/// certificate or a client checks: both Certificates' DNS names, the ServiceMonitor's
+/// `serverName` (Prometheus over TLS switched on as its comments say) and cert-manager's CA
+/// injection, so that TLS verification holds under any `namespace` and `namePrefix`.
+#[test]
+fn every_dns_name_follows_the_namespace_and_name_prefix_of_config_default() {
+    let ws = project();
+    webhook(
+        &ws,
+        &format!("{APPLICATION} --defaulting --programmatic-validation"),
+    )
+    .success();
+    webhook(
+        &ws,
+        "--group example --version v1 --kind Cache --conversion --spoke v2",
+    )
+    .success();
+    let default = ws.read("config/default/kustomization.yaml");
+    let edited = default
+        .replacen("namespace: myoperator-system\n", "namespace: shop\n", 1)
+        .replacen("namePrefix: myoperator-\n", "namePrefix: blue-\n", 1)
+        .replacen("#- ../prometheus\n", "- ../prometheus\n", 1)
+        .replacen(
+            "#- path: cert_metrics_manager_patch.yaml\n#  target:\n#    kind: Deployment\n",
+            "- path: cert_metrics_manager_patch.yaml\n  target:\n    kind: Deployment\n",
+            1,
+        );
+    assert_eq!(
+        edited.matches("shop").count() + edited.matches("blue-").count(),
+        2,
+        "{default}"
+    );
+    assert!(edited.contains("\n- ../prometheus\n") && edited.contains("\n- path: cert_metrics"));
+    ws.write("config/default/kustomization.yaml", &edited);
+    // The ServiceMonitor without TLS verification builds too, and names the Service as well.
+    if let Some(yaml) = kustomize(&ws, "config/default") {
+        assert!(
+            yaml.contains("serverName: blue-controller-manager-metrics-service.shop.svc\n"),
+            "{yaml}"
+        );
+    }
+    let prometheus = ws.read("config/prometheus/kustomization.yaml");
+    let tls =
+        "#patches:\n#  - path: monitor_tls_patch.yaml\n#    target:\n#      kind: ServiceMonitor\n";
+    assert!(prometheus.contains(tls), "{prometheus}");
+    ws.write(
+        "config/prometheus/kustomization.yaml",
+        &prometheus.replacen(tls, &tls.replace('#', ""), 1),
+    );
+
+    let Some(yaml) = kustomize(&ws, "config/default") else {
+        return;
+    };
+    for stale in [
+        "myoperator-system",
+        "myoperator-",
+        "SERVICE_NAME",
+        "SERVICE_NAMESPACE",
+    ] {
+        assert!(!yaml.contains(stale), "`{stale}` is left in:\n{yaml}");
+    }
+    let objects: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&yaml)
+        .map(|document| serde::Deserialize::deserialize(document).unwrap())
+        .collect();
+    let named = |kind: &str, name: &str| {
+        objects
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name} in:\n{yaml}"))
+    };
+    for (certificate, service) in [
+        ("blue-serving-cert", "blue-webhook-service"),
+        (
+            "blue-metrics-certs",
+            "blue-controller-manager-metrics-service",
+        ),
+    ] {
+        named("Service", service);
+        let names = &named("Certificate", certificate)["spec"]["dnsNames"];
+        let expected: serde_yaml::Value = serde_yaml::from_str(&format!(
+            "[{service}.shop.svc, {service}.shop.svc.cluster.local]"
+        ))
+        .unwrap();
+        assert_eq!(names, &expected, "{certificate}");
+    }
+    let monitor = named("ServiceMonitor", "blue-controller-manager-metrics-monitor");
+    assert_eq!(
+        monitor["spec"]["endpoints"][0]["tlsConfig"]["serverName"],
+        "blue-controller-manager-metrics-service.shop.svc"
+    );
+    assert_eq!(
+        monitor["spec"]["endpoints"][0]["tlsConfig"]["insecureSkipVerify"],
+        false
+    );
+    let injected: Vec<_> = objects
+        .iter()
+        .filter_map(|o| o["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].as_str())
+        .collect();
+    assert_eq!(injected, ["shop/blue-serving-cert"; 3], "{yaml}");
+}
