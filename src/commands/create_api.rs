@@ -233,6 +233,9 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         &names,
         &gvk,
     )?;
+    if controller {
+        refuse_builtin_controller_name(project, &names, &gvk)?;
+    }
     let Family {
         same_kind,
         siblings,
@@ -298,7 +301,8 @@ fn refuse_flags_that_disagree(args: &CreateApiArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The kind's entries in PROJECT: all of them, this version's, and the other versions with
+/// The kind's entries in PROJECT (Kubernetes' own kind of the same name, recorded as `core`,
+/// is another kind): all of them, this version's, and the other versions with
 /// types, which share one CRD with this one, so one plural and one scope. (The version itself
 /// does not count among them: `--force` may scaffold it with other ones.)
 struct Family<'a> {
@@ -312,7 +316,7 @@ impl<'a> Family<'a> {
         let same_kind: Vec<&Resource> = project
             .resources
             .iter()
-            .filter(|r| r.group == args.group && r.kind == args.kind)
+            .filter(|r| !r.core && r.group == args.group && r.kind == args.kind)
             .collect();
         let this = same_kind
             .iter()
@@ -453,9 +457,13 @@ fn check_clashes(
         .map(|s| (*s).to_owned())
         .collect();
     for other in project.resources.iter().filter(|r| r.core) {
-        let module = names::find_builtin(&other.group_with_domain(), &other.version, &other.kind)
-            .map(names::builtin_names);
-        if module.is_some_and(|theirs| theirs.group_dir == names.group_dir) {
+        let Some(theirs) =
+            names::find_builtin(&other.group_with_domain(), &other.version, &other.kind)
+                .map(names::builtin_names)
+        else {
+            continue;
+        };
+        if theirs.group_dir == names.group_dir {
             return Err(UserError::new(format!(
                 "group `{}` would share the module `{}` with the controller of Kubernetes' {}, Kind={}",
                 names.qualified_group, names.group_dir, other.group, other.kind
@@ -1027,8 +1035,52 @@ fn refuse_shared_modules(
             .help("rename one of the groups; Kubernetes' own are named after their k8s-openapi module")
             .into());
         }
+        if other.controller && other_names.controller_name == names.controller_name {
+            return Err(same_controller_name(
+                gvk,
+                &names.controller_name,
+                &format!(
+                    "{}/{}, Kind={}",
+                    other_names.qualified_group, other.version, other.kind
+                ),
+            ));
+        }
     }
     Ok(())
+}
+
+/// Refuses a controller named as the controller of one of Kubernetes' own kinds is: the
+/// project's `apps` Deployment and Kubernetes' both default to `apps-deployment`.
+fn refuse_builtin_controller_name(
+    project: &Project,
+    names: &ResourceNames,
+    gvk: &str,
+) -> anyhow::Result<()> {
+    for other in project.resources.iter().filter(|r| r.core && r.controller) {
+        let theirs = names::find_builtin(&other.group_with_domain(), &other.version, &other.kind)
+            .map(names::builtin_names);
+        if theirs.is_some_and(|theirs| theirs.controller_name == names.controller_name) {
+            return Err(same_controller_name(
+                gvk,
+                &names.controller_name,
+                &format!(
+                    "Kubernetes' {}/{}, Kind={}",
+                    other.group, other.version, other.kind
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Two controllers of one manager must not share a name: it labels their metrics, reports
+/// their events and manages their fields.
+fn same_controller_name(gvk: &str, name: &str, other: &str) -> anyhow::Error {
+    UserError::new(format!(
+        "the controller of {gvk} would be named `{name}`, as the controller of {other} is"
+    ))
+    .help("pick another --controller-name")
+    .into()
 }
 
 /// The group and domain kubebuilder records for one of Kubernetes' own kinds: `core` for the
@@ -1397,7 +1449,7 @@ fn record_resource(project: &mut Project, request: &Request) {
     let index = project
         .resources
         .iter()
-        .position(|r| r.is(&names.group, &names.version, &names.kind));
+        .position(|r| !r.core && r.is(&names.group, &names.version, &names.kind));
     let entry = match index {
         Some(index) => &mut project.resources[index],
         None => {

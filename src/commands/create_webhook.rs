@@ -87,7 +87,8 @@ pub fn run(args: CreateWebhookArgs) -> anyhow::Result<()> {
     let open = super::open()?;
     let root = open.root.as_path();
     let mut project = project::load(root)?;
-    let request = resolve(&args, &project)?;
+    let mut request = resolve(&args, &project)?;
+    keep_earlier_builtin_module(root, &mut request);
     let sources = rbac::read_sources(&OnDisk(root))?;
     let plan = plan(&project, &request, &sources)?;
     let plan = with_project(plan, &mut project, &request);
@@ -125,6 +126,22 @@ pub fn run(args: CreateWebhookArgs) -> anyhow::Result<()> {
         module_path(&request.names).display()
     ));
     Ok(())
+}
+
+/// A webhook of one of Kubernetes' own kinds that an earlier rsbuilder scaffolded lives in
+/// `webhooks/<group>/` (`webhooks/apps/v1/deployment.rs`), before its module moved to
+/// `webhooks/k8s_<group>/`: the webhook added to it goes where its others are.
+fn keep_earlier_builtin_module(root: &Path, request: &mut Request) {
+    let Some(kind) = request.builtin else {
+        return;
+    };
+    let earlier = names::builtin_names_unprefixed(kind);
+    if !root.join(module_path(&request.names)).exists()
+        && root.join(module_path(&earlier)).is_file()
+    {
+        request.names.group_dir = earlier.group_dir;
+        request.names.group_module = earlier.group_module;
+    }
 }
 
 /// `operator/src/webhooks/<group>/<version>/<kind>.rs`.
@@ -791,7 +808,7 @@ fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Pla
     if let Some(resource) = project
         .resources
         .iter_mut()
-        .find(|r| r.is(&group, &version, &kind))
+        .find(|r| r.core == request.builtin.is_some() && r.is(&group, &version, &kind))
     {
         let all = request.all;
         resource.webhooks = Some(ResourceWebhooks {

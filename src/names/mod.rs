@@ -733,10 +733,26 @@ pub fn builtin(
     .help(format!("its kinds there are {}", kinds.join(", "))))
 }
 
-/// The names of a controller for one of Kubernetes' own kinds: its module is named after the
-/// group's k8s-openapi module (`apps`, `core`, `networking`), and `qualified_group` is the real
-/// API group (empty for the core group).
+/// The prefix of the modules of Kubernetes' own kinds: `controllers/k8s_apps/deployment.rs`,
+/// `webhooks/k8s_core/v1/pod.rs`. A group of the project's has the module of its name, so the
+/// two meet only for a group called `k8s-apps` or `k8s.apps`, which `create api` refuses then.
+pub const BUILTIN_MODULE_PREFIX: &str = "k8s_";
+
+/// The names of a controller or webhook for one of Kubernetes' own kinds: its module is
+/// `k8s_` and the group's k8s-openapi module (`k8s_apps`, `k8s_core`, `k8s_networking`), apart
+/// from the project's groups (an `apps` group keeps `apps`); `qualified_group` is the real API
+/// group (empty for the core group).
 pub fn builtin_names(kind: &builtin::Builtin) -> ResourceNames {
+    let mut names = builtin_names_unprefixed(kind);
+    names.group_module = format!("{BUILTIN_MODULE_PREFIX}{}", names.group_module);
+    names.group_dir = format!("{BUILTIN_MODULE_PREFIX}{}", names.group_dir);
+    names
+}
+
+/// The names of one of Kubernetes' own kinds as rsbuilder made them before its modules moved to
+/// `k8s_<group>`: a project made then has `controllers/apps/deployment.rs`, and a webhook added
+/// to that kind's module must find it there.
+pub fn builtin_names_unprefixed(kind: &builtin::Builtin) -> ResourceNames {
     let label = kind.module.split("::").next().unwrap_or(kind.module);
     let mut names = ResourceNames::new(label, kind.version, kind.kind, Some(kind.plural), "k8s.io");
     names.qualified_group = kind.group.to_owned();

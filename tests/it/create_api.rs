@@ -965,14 +965,14 @@ fn a_kind_of_kubernetes_gets_a_controller_without_types() {
     let err = stderr(&assert);
     assert!(
         err.lines()
-            .any(|l| l == "created operator/src/controllers/apps/deployment.rs"),
+            .any(|l| l == "created operator/src/controllers/k8s_apps/deployment.rs"),
         "{err}"
     );
     assert!(
         !err.contains("config/crd"),
         "no CRD for a kind of Kubernetes:\n{err}"
     );
-    let controller = ws.read("operator/src/controllers/apps/deployment.rs");
+    let controller = ws.read("operator/src/controllers/k8s_apps/deployment.rs");
     assert!(controller.contains("type Object = k8s_openapi::api::apps::v1::Deployment;"));
     assert!(
         controller.contains(
@@ -1379,7 +1379,7 @@ fn controllers_of_kubernetes_kinds_take_names_too_but_not_each_others_modules() 
     create(&ws, &apps("StatefulSet", &["--controller"])).success();
     create(&ws, &apps("Deployment", &["--controller-name", "rollout"])).success();
     assert!(
-        ws.read("operator/src/controllers/apps/rollout.rs")
+        ws.read("operator/src/controllers/k8s_apps/rollout.rs")
             .contains("pub const NAME: &str = \"apps-rollout\";")
     );
     refuses(
@@ -1394,5 +1394,106 @@ fn controllers_of_kubernetes_kinds_take_names_too_but_not_each_others_modules() 
         &apps("Deployment", &["--controller-name", &long]),
         "the controller name `apps-xxxxxxxx",
         "pick a shorter --controller-name",
+    );
+}
+
+/// A group of the project's and Kubernetes' group of the same name keep modules of their own
+/// (`controllers/apps/`, `controllers/k8s_apps/`) in either order, even for a kind of the same
+/// name; only what would really be shared is refused: the controller's name, and a group whose
+/// module is Kubernetes' (`k8s-apps`).
+#[test]
+fn a_group_of_the_project_and_the_kubernetes_group_of_its_name_live_side_by_side() {
+    const OWN: &[&str] = &[
+        "--group",
+        "apps",
+        "--version",
+        "v1",
+        "--resource",
+        "--controller",
+    ];
+    const K8S: &[&str] = &[
+        "--group",
+        "apps",
+        "--version",
+        "v1",
+        "--resource=false",
+        "--controller",
+    ];
+    let kind = |base: &[&'static str], kind: &'static str| with(base, &["--kind", kind]);
+    let files = |ws: &Workspace| -> Vec<String> {
+        let mut files: Vec<String> = walkdir::WalkDir::new(ws.root().join("operator"))
+            .into_iter()
+            .map(|entry| entry.unwrap())
+            .filter(|entry| entry.file_type().is_file())
+            .map(|entry| {
+                let path = entry.path().strip_prefix(ws.root()).unwrap();
+                path.to_string_lossy().into_owned()
+            })
+            .filter(|path| path.contains("apps"))
+            .collect();
+        files.sort();
+        files
+    };
+
+    // The project's group first, then Kubernetes'.
+    let ws = project();
+    create(&ws, &kind(OWN, "Store")).success();
+    create(&ws, &kind(K8S, "Deployment")).success();
+    assert_eq!(
+        files(&ws),
+        [
+            "operator/src/controllers/apps/mod.rs",
+            "operator/src/controllers/apps/store.rs",
+            "operator/src/controllers/k8s_apps/deployment.rs",
+            "operator/src/controllers/k8s_apps/mod.rs",
+            "operator/tests/controllers/apps/mod.rs",
+            "operator/tests/controllers/apps/store.rs",
+            "operator/tests/controllers/k8s_apps/deployment.rs",
+            "operator/tests/controllers/k8s_apps/mod.rs",
+        ]
+    );
+    let main = ws.read("operator/src/main.rs");
+    for registration in [
+        "controllers::apps::store::registration(),",
+        "controllers::k8s_apps::deployment::registration(),",
+    ] {
+        assert_eq!(main.matches(registration).count(), 1, "{main}");
+    }
+
+    // Kubernetes' first, then a kind of the project's with the same name.
+    let ws = project();
+    create(&ws, &kind(K8S, "Deployment")).success();
+    refuses(
+        &ws,
+        &kind(OWN, "Deployment"),
+        "the controller of apps.learn.com/v1, Kind=Deployment would be named `apps-deployment`, as the controller of Kubernetes' apps/v1, Kind=Deployment is\n",
+        "pick another --controller-name",
+    );
+    create(
+        &ws,
+        &with(
+            &kind(OWN, "Deployment"),
+            &["--controller-name", "store-deployment"],
+        ),
+    )
+    .success();
+    let project = ws.read("PROJECT");
+    assert!(
+        project.contains("- controller: true\n  core: true\n  group: apps\n  kind: Deployment\n  version: v1\n- api:\n    crdVersion: v1\n    namespaced: true\n  controllers:\n  - name: store-deployment\n  domain: learn.com\n  group: apps\n  kind: Deployment\n  version: v1\n"),
+        "two entries, Kubernetes' and the project's:\n{project}"
+    );
+    assert!(
+        ws.read("api/src/apps/v1/deployment.rs")
+            .contains("pub struct DeploymentSpec")
+    );
+    assert!(
+        ws.read("operator/src/controllers/apps/store_deployment.rs")
+            .contains("type Object = ::otp_operator_api::apps::v1::deployment::Deployment;")
+    );
+    refuses(
+        &ws,
+        &["--group", "k8s-apps", "--version", "v1", "--kind", "Thing"],
+        "group `k8s-apps.learn.com` would share the module `k8s_apps` with the controller of Kubernetes' apps, Kind=Deployment\n",
+        "pick another group name",
     );
 }

@@ -608,16 +608,16 @@ fn kinds_of_kubernetes_get_webhooks_without_an_api_in_project() {
     // The warning points at the marker keys that narrow the webhook, and the next manifests
     // carry the selector the user adds there.
     assert!(
-        err.contains("help: narrow it in its `+rsbuilder:webhook` markers in operator/src/webhooks/core/v1/pod.rs, with a label selector such as `namespaceSelector=kubernetes.io/metadata.name!=myoperator-system`"),
+        err.contains("help: narrow it in its `+rsbuilder:webhook` markers in operator/src/webhooks/k8s_core/v1/pod.rs, with a label selector such as `namespaceSelector=kubernetes.io/metadata.name!=myoperator-system`"),
         "{err}"
     );
-    let module = ws.read("operator/src/webhooks/core/v1/pod.rs");
+    let module = ws.read("operator/src/webhooks/k8s_core/v1/pod.rs");
     let narrowed = module.replace(
         "admissionReviewVersions=v1\n",
         "admissionReviewVersions=v1,namespaceSelector=kubernetes.io/metadata.name!=myoperator-system\n",
     );
     assert_ne!(module, narrowed);
-    ws.write("operator/src/webhooks/core/v1/pod.rs", &narrowed);
+    ws.write("operator/src/webhooks/k8s_core/v1/pod.rs", &narrowed);
     webhook(
         &ws,
         "--group apps --version v1 --kind Deployment --defaulting",
@@ -633,7 +633,7 @@ fn kinds_of_kubernetes_get_webhooks_without_an_api_in_project() {
         "--group apps --version v1 --kind Deployment --programmatic-validation",
     )
     .success();
-    let pod = ws.read("operator/src/webhooks/core/v1/pod.rs");
+    let pod = ws.read("operator/src/webhooks/k8s_core/v1/pod.rs");
     assert!(
         pod.contains("type Object = k8s_openapi::api::core::v1::Pod;"),
         "{pod}"
@@ -818,4 +818,43 @@ fn every_dns_name_follows_the_namespace_and_name_prefix_of_config_default() {
         .filter_map(|o| o["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].as_str())
         .collect();
     assert_eq!(injected, ["shop/blue-serving-cert"; 3], "{yaml}");
+}
+
+/// A project made before Kubernetes' kinds had `k8s_<group>` modules keeps their webhooks in
+/// `webhooks/<group>/`: a webhook added to such a kind goes into that module, never into a
+/// second one that would register the kind's paths twice.
+#[test]
+fn a_webhook_of_kubernetes_kind_joins_its_module_where_an_earlier_rsbuilder_put_it() {
+    let ws = project();
+    webhook(
+        &ws,
+        "--group core --version v1 --kind Pod --programmatic-validation",
+    )
+    .success();
+    // The layout of an earlier rsbuilder: `webhooks/core/v1/pod.rs`.
+    let webhooks = ws.root().join("operator/src/webhooks");
+    std::fs::rename(webhooks.join("k8s_core"), webhooks.join("core")).unwrap();
+    let registry = ws.read("operator/src/webhooks/mod.rs");
+    assert_eq!(registry.matches("k8s_core").count(), 2, "{registry}");
+    ws.write(
+        "operator/src/webhooks/mod.rs",
+        &registry.replace("k8s_core", "core"),
+    );
+
+    let err = stderr(&webhook(&ws, "--group core --version v1 --kind Pod --defaulting").success());
+    assert!(
+        err.contains("updated operator/src/webhooks/core/v1/pod.rs\n"),
+        "{err}"
+    );
+    assert!(!webhooks.join("k8s_core").exists(), "{err}");
+    assert!(!ws.read("operator/src/webhooks/mod.rs").contains("k8s_core"));
+    let pod = ws.read("operator/src/webhooks/core/v1/pod.rs");
+    assert!(
+        pod.contains("pub const DEFAULTING_PATH: &str = \"/mutate--v1-pod\";"),
+        "{pod}"
+    );
+    assert!(
+        pod.contains("pub const VALIDATION_PATH: &str = \"/validate--v1-pod\";"),
+        "{pod}"
+    );
 }

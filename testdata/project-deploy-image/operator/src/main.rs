@@ -33,9 +33,9 @@ async fn main() -> anyhow::Result<()> {
         controllers::appotp::app_otp::registration(),
         controllers::web::site::registration(),
         controllers::web::proxy::registration(),
-        controllers::apps::deployment::registration(),
-        controllers::core::pod::registration(),
-        controllers::rbac::cluster_role::registration(),
+        controllers::k8s_apps::deployment::registration(),
+        controllers::k8s_core::pod::registration(),
+        controllers::k8s_rbac::cluster_role::registration(),
         // +rsbuilder:scaffold:controllers
     ];
     Manager::new(args.manager)

@@ -37,7 +37,7 @@ async fn main() -> anyhow::Result<()> {
         controllers::sea_creatures::kraken::registration(),
         controllers::sea_creatures::leviathan::registration(),
         controllers::foo_policy::health_check_policy::registration(),
-        controllers::apps::deployment::registration(),
+        controllers::k8s_apps::deployment::registration(),
         controllers::foo::bar::registration(),
         controllers::fiz::bar::registration(),
         controllers::sea_creatures::prawn::registration(),

@@ -9,9 +9,9 @@ pub mod appotp;
 
 pub mod web;
 
-pub mod apps;
+pub mod k8s_apps;
 
-pub mod core;
+pub mod k8s_core;
 
-pub mod rbac;
+pub mod k8s_rbac;
 // +rsbuilder:scaffold:modules

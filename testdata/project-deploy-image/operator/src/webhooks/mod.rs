@@ -6,16 +6,16 @@
 
 use rsbuilder_runtime::Webhooks;
 
-pub mod core;
+pub mod k8s_core;
 
-pub mod apps;
+pub mod k8s_apps;
 // +rsbuilder:scaffold:modules
 
 /// Every webhook of the operator.
 pub fn all() -> Webhooks {
     let mut webhooks = Webhooks::new();
-    core::v1::pod::register(&mut webhooks);
-    apps::v1::deployment::register(&mut webhooks);
+    k8s_core::v1::pod::register(&mut webhooks);
+    k8s_apps::v1::deployment::register(&mut webhooks);
     // +rsbuilder:scaffold:webhooks
     webhooks
 }

@@ -9,9 +9,9 @@ mod appotp;
 
 mod web;
 
-mod apps;
+mod k8s_apps;
 
-mod core;
+mod k8s_core;
 
-mod rbac;
+mod k8s_rbac;
 // +rsbuilder:scaffold:groups

@@ -11,7 +11,7 @@ pub mod sea_creatures;
 
 pub mod foo_policy;
 
-pub mod apps;
+pub mod k8s_apps;
 
 pub mod foo;
 

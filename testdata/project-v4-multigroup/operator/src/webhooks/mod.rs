@@ -10,9 +10,9 @@ pub mod crew;
 
 pub mod ship;
 
-pub mod core;
+pub mod k8s_core;
 
-pub mod apps;
+pub mod k8s_apps;
 
 pub mod example_com;
 // +rsbuilder:scaffold:modules
@@ -23,8 +23,8 @@ pub fn all() -> Webhooks {
     crew::v1::captain::register(&mut webhooks);
     ship::v1::destroyer::register(&mut webhooks);
     ship::v2alpha1::cruiser::register(&mut webhooks);
-    core::v1::pod::register(&mut webhooks);
-    apps::v1::deployment::register(&mut webhooks);
+    k8s_core::v1::pod::register(&mut webhooks);
+    k8s_apps::v1::deployment::register(&mut webhooks);
     example_com::v1alpha1::memcached::register(&mut webhooks);
     example_com::v1::wordpress::register(&mut webhooks);
     // +rsbuilder:scaffold:webhooks

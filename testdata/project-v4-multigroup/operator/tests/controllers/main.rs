@@ -11,7 +11,7 @@ mod sea_creatures;
 
 mod foo_policy;
 
-mod apps;
+mod k8s_apps;
 
 mod foo;
 

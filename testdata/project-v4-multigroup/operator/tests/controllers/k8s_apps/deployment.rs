@@ -1,16 +1,16 @@
-//! Reconcile tests of the controller of Kubernetes' own Pod.
+//! Reconcile tests of the controller of Kubernetes' own Deployment.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kube::runtime::controller::Action;
 
-use memcached_operator::controllers::core::pod::Context;
-use memcached_operator::controllers::core::pod::reconcile;
+use project_v4_multigroup::controllers::k8s_apps::deployment::Context;
+use project_v4_multigroup::controllers::k8s_apps::deployment::reconcile;
 
 use crate::support::{ApiServer, expect_no_more, mocked_client, within};
 
-type Object = k8s_openapi::api::core::v1::Pod;
+type Object = k8s_openapi::api::apps::v1::Deployment;
 
 fn context() -> (Arc<Context>, ApiServer) {
     let (client, server) = mocked_client();

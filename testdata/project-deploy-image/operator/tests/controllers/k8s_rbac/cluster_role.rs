@@ -1,16 +1,16 @@
-//! Reconcile tests of the controller of Kubernetes' own Deployment.
+//! Reconcile tests of the controller of Kubernetes' own ClusterRole.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kube::runtime::controller::Action;
 
-use memcached_operator::controllers::apps::deployment::Context;
-use memcached_operator::controllers::apps::deployment::reconcile;
+use memcached_operator::controllers::k8s_rbac::cluster_role::Context;
+use memcached_operator::controllers::k8s_rbac::cluster_role::reconcile;
 
 use crate::support::{ApiServer, expect_no_more, mocked_client, within};
 
-type Object = k8s_openapi::api::apps::v1::Deployment;
+type Object = k8s_openapi::api::rbac::v1::ClusterRole;
 
 fn context() -> (Arc<Context>, ApiServer) {
     let (client, server) = mocked_client();
@@ -20,7 +20,6 @@ fn context() -> (Arc<Context>, ApiServer) {
 fn object() -> Object {
     let mut object = Object::default();
     object.metadata.name = Some("test".into());
-    object.metadata.namespace = Some("default".into());
     object
 }
 

@@ -1,16 +1,16 @@
-//! Reconcile tests of the controller of Kubernetes' own ClusterRole.
+//! Reconcile tests of the controller of Kubernetes' own Pod.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kube::runtime::controller::Action;
 
-use memcached_operator::controllers::rbac::cluster_role::Context;
-use memcached_operator::controllers::rbac::cluster_role::reconcile;
+use memcached_operator::controllers::k8s_core::pod::Context;
+use memcached_operator::controllers::k8s_core::pod::reconcile;
 
 use crate::support::{ApiServer, expect_no_more, mocked_client, within};
 
-type Object = k8s_openapi::api::rbac::v1::ClusterRole;
+type Object = k8s_openapi::api::core::v1::Pod;
 
 fn context() -> (Arc<Context>, ApiServer) {
     let (client, server) = mocked_client();
@@ -20,6 +20,7 @@ fn context() -> (Arc<Context>, ApiServer) {
 fn object() -> Object {
     let mut object = Object::default();
     object.metadata.name = Some("test".into());
+    object.metadata.namespace = Some("default".into());
     object
 }
 

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use kube::runtime::controller::Action;
 
-use project_v4_multigroup::controllers::apps::deployment::Context;
-use project_v4_multigroup::controllers::apps::deployment::reconcile;
+use memcached_operator::controllers::k8s_apps::deployment::Context;
+use memcached_operator::controllers::k8s_apps::deployment::reconcile;
 
 use crate::support::{ApiServer, expect_no_more, mocked_client, within};
 
