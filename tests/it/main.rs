@@ -9,6 +9,7 @@ mod generate;
 mod golden;
 mod hostile;
 mod init;
+mod make;
 mod support;
 mod terminal;
 mod transcripts;
