@@ -706,11 +706,184 @@ fn write_one(
     Ok(())
 }
 
+/// Makes `dir` (new, or empty) and has `fill` write into it; when `fill` fails, `dir` is
+/// removed again, or emptied when it existed, so that a failed command leaves nothing behind.
+pub fn fill_new_dir(
+    dir: &Path,
+    fill: impl FnOnce(&Path) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let existed = dir.exists();
+    fs::create_dir_all(dir).with_context(|| format!("failed to create `{}`", dir.display()))?;
+    let result = fill(dir);
+    if result.is_err() {
+        if existed {
+            for entry in fs::read_dir(dir)?.flatten() {
+                let path = entry.path();
+                let _ = if path.is_dir() {
+                    fs::remove_dir_all(&path)
+                } else {
+                    fs::remove_file(&path)
+                };
+            }
+        } else {
+            let _ = fs::remove_dir_all(dir);
+        }
+    }
+    result
+}
+
+/// Replaces every entry of `root` but `.git` with those of a tree `build` makes in `<name>`,
+/// a folder next to `root` (on its file system, so that the swap only renames). The old
+/// entries go aside first and come back if the swap fails; the folder beside is removed at the
+/// end. One left by an interrupted run is refused, as it may hold the project's files.
+pub fn replace_tree(
+    root: &Path,
+    name: &str,
+    build: impl FnOnce(&Path) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let dir_name = root
+        .file_name()
+        .context("the project has no directory name")?
+        .to_string_lossy();
+    let staging = root.with_file_name(format!(".{dir_name}.rsbuilder-generate"));
+    if staging.exists() {
+        return Err(UserError::new(format!(
+            "`{}` exists: an earlier alpha generate was interrupted",
+            staging.display()
+        ))
+        .help("look for files of yours in it, then remove it and run the command again")
+        .into());
+    }
+    fs::create_dir(&staging)
+        .with_context(|| format!("failed to create `{}`", staging.display()))?;
+    let fresh = staging.join(name);
+    let aside = staging.join("previous");
+    let result = fill_new_dir(&fresh, build)
+        .and_then(|()| Ok(fs::create_dir(&aside)?))
+        .and_then(|()| swap(root, &fresh, &aside));
+    // After a failed swap, the project's files are back; the folder beside keeps nothing.
+    let emptied = fs::read_dir(&aside).map_or(true, |mut d| d.next().is_none());
+    if result.is_ok() || emptied {
+        let _ = fs::remove_dir_all(&staging);
+    }
+    result
+}
+
+/// Moves the entries of `root` but `.git` into `aside`, then those of `fresh` into `root`; on
+/// a failure, moves everything back.
+fn swap(root: &Path, fresh: &Path, aside: &Path) -> anyhow::Result<()> {
+    let kept = |name: &std::ffi::OsStr| name == ".git";
+    let mut moved_aside = Vec::new();
+    let mut moved_in = Vec::new();
+    let result = (|| -> anyhow::Result<()> {
+        for entry in fs::read_dir(root)? {
+            let name = entry?.file_name();
+            if !kept(&name) {
+                fs::rename(root.join(&name), aside.join(&name))?;
+                moved_aside.push(name);
+            }
+        }
+        for entry in fs::read_dir(fresh)? {
+            let name = entry?.file_name();
+            if !kept(&name) {
+                fs::rename(fresh.join(&name), root.join(&name))?;
+                moved_in.push(name);
+            }
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        for name in &moved_in {
+            let _ = fs::rename(root.join(name), fresh.join(name));
+        }
+        for name in &moved_aside {
+            let _ = fs::rename(aside.join(name), root.join(name));
+        }
+    }
+    result.context("failed to put the new tree in place; the project's files are as they were")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::scaffold::{Derived, Insertion, PlannedFile};
     use crate::tree::Memory;
+
+    /// A tree with `.git`, a file and a folder, as a project is.
+    fn project_dir(parent: &Path) -> PathBuf {
+        let root = parent.join("shop");
+        fs::create_dir_all(root.join(".git")).unwrap();
+        fs::create_dir_all(root.join("src")).unwrap();
+        fs::write(root.join(".git/HEAD"), "ref").unwrap();
+        fs::write(root.join("src/lib.rs"), "old").unwrap();
+        fs::write(root.join("PROJECT"), "old").unwrap();
+        root
+    }
+
+    fn entries(root: &Path) -> Vec<(String, String)> {
+        let mut all: Vec<(String, String)> = walkdir::WalkDir::new(root)
+            .min_depth(1)
+            .into_iter()
+            .map(|e| e.unwrap())
+            .map(|e| {
+                let text = fs::read_to_string(e.path()).unwrap_or_default();
+                (
+                    e.path().strip_prefix(root).unwrap().display().to_string(),
+                    text,
+                )
+            })
+            .collect();
+        all.sort();
+        all
+    }
+
+    #[test]
+    fn a_tree_replaced_keeps_git_and_a_failed_build_or_swap_keeps_the_old_one() {
+        let parent = tempfile::tempdir().unwrap();
+        let root = project_dir(parent.path());
+        let before = entries(&root);
+
+        // A build that fails leaves the project and its parent as they were.
+        let error = replace_tree(&root, "shop", |dir| {
+            fs::write(dir.join("PROJECT"), "new")?;
+            anyhow::bail!("no")
+        })
+        .unwrap_err();
+        assert_eq!(error.to_string(), "no");
+        assert_eq!(entries(&root), before);
+        assert_eq!(fs::read_dir(parent.path()).unwrap().count(), 1);
+
+        // A swap that fails half way (the new tree is gone) moves the old entries back.
+        let aside = parent.path().join("aside");
+        fs::create_dir(&aside).unwrap();
+        let error = swap(&root, &parent.path().join("missing"), &aside).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("failed to put the new tree in place")
+        );
+        assert_eq!(entries(&root), before);
+        assert_eq!(fs::read_dir(&aside).unwrap().count(), 0);
+        fs::remove_dir(&aside).unwrap();
+
+        // A build that succeeds replaces everything but .git, and leaves nothing beside.
+        replace_tree(&root, "shop", |dir| {
+            fs::write(dir.join("PROJECT"), "new")?;
+            fs::create_dir(dir.join(".git"))?;
+            Ok(fs::write(dir.join("Makefile"), "new")?)
+        })
+        .unwrap();
+        assert_eq!(
+            entries(&root),
+            [
+                (".git".to_owned(), String::new()),
+                (".git/HEAD".to_owned(), "ref".to_owned()),
+                ("Makefile".to_owned(), "new".to_owned()),
+                ("PROJECT".to_owned(), "new".to_owned()),
+            ]
+        );
+        assert_eq!(fs::read_dir(parent.path()).unwrap().count(), 1);
+    }
 
     fn file(path: &str, contents: &str, policy: Policy) -> PlannedFile {
         PlannedFile {

@@ -46,12 +46,34 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Commands that may still change: scaffold a project again from its PROJECT file
+    #[command(subcommand)]
+    Alpha(AlphaCommand),
     /// Print the rsbuilder version and the kube, k8s-openapi and Kubernetes versions it scaffolds
     Version,
     /// Print a shell completion script
     Completion {
         /// The shell to complete for
         shell: Shell,
+    },
+}
+
+/// The subcommands of `rsbuilder alpha`.
+#[derive(Debug, Subcommand)]
+pub enum AlphaCommand {
+    /// Scaffold the project again from its PROJECT file with this rsbuilder: `init`, every
+    /// `create api` and `create webhook` it records, into a new tree
+    Generate {
+        /// Where the new tree goes: a new or empty directory [default: in place of the
+        /// project's files, with --force]
+        #[arg(long)]
+        output_dir: Option<std::path::PathBuf>,
+        /// Without --output-dir: replace every file of the project but .git with the new tree
+        #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+        force: bool,
+        /// Print the commands it would run, and run none
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 

@@ -3,6 +3,7 @@
 //! every file in memory (PROJECT last, through `Project::planned`), apply the plan, and print
 //! what to do next.
 
+pub mod alpha;
 pub mod create_api;
 pub mod create_webhook;
 pub mod edit;
@@ -15,7 +16,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 
 use crate::apply::{self, ProjectLock};
-use crate::cli::{Cli, Command, CreateCommand};
+use crate::cli::{AlphaCommand, Cli, Command, CreateCommand};
 use crate::project;
 use crate::versions;
 
@@ -46,6 +47,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Upgrade { force, dry_run } => {
             upgrade::run(upgrade::UpgradeOptions { force, dry_run })
         }
+        Command::Alpha(AlphaCommand::Generate {
+            output_dir,
+            force,
+            dry_run,
+        }) => alpha::generate(alpha::GenerateOptions {
+            output_dir,
+            force,
+            dry_run,
+        }),
         Command::Version => {
             let text = format!(
                 "rsbuilder {}\nrsbuilder-runtime {}\nkube {}\nk8s-openapi {}\nkubernetes {} (k8s-openapi feature {})\n",

@@ -56,7 +56,9 @@ pub fn insert(
             path.display()
         ))
         .help(format!(
-            "put the line `{marker}` back where rsbuilder should add code, then run the command again"
+            "put the line `{marker}` back where rsbuilder should add code, then run the command again; \
+             a project made by an older rsbuilder may never have had it: `rsbuilder alpha generate --output-dir <dir>` \
+             scaffolds the project anew from PROJECT, with the line where it belongs"
         )));
     };
 

@@ -1,5 +1,6 @@
 //! Integration tests: the real `rsbuilder` binary, run in temporary directories.
 
+mod alpha;
 mod cli;
 mod crash;
 mod create_api;

@@ -1,0 +1,398 @@
+//! `rsbuilder alpha generate`: the project scaffolded again from its PROJECT file with this
+//! rsbuilder, as kubebuilder's `alpha generate` does. It derives the commands that make the
+//! project (`init`, every `create api` in PROJECT's order, then every `create webhook`), runs
+//! each with this binary in a new tree, and leaves that tree in `--output-dir`, or in place of
+//! the project's files (keeping `.git`) with `--force`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::Context as _;
+
+use crate::names::{self, ResourceNames};
+use crate::project::{self, Project, Resource};
+use crate::ui::{self, UserError};
+
+/// Flags of `alpha generate`.
+pub struct GenerateOptions {
+    /// Where the new tree goes; `None` is in place of the project's files.
+    pub output_dir: Option<PathBuf>,
+    /// Replace the project's files in place.
+    pub force: bool,
+    /// Print the commands, and run none.
+    pub dry_run: bool,
+}
+
+/// Runs `alpha generate` for the project around the current directory.
+pub fn generate(options: GenerateOptions) -> anyhow::Result<()> {
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let root = project::find_root(&cwd)?;
+    let project = project::load(&root)?;
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml"))
+        .context("failed to read the workspace Cargo.toml")?;
+    let registered = registration_order(&root)?;
+    let commands = commands(&project, &manifest, &registered)?;
+    if options.dry_run {
+        for command in &commands {
+            ui::note(&shell_line(command));
+        }
+        return Ok(());
+    }
+    match &options.output_dir {
+        Some(dir) => {
+            let dir = cwd.join(dir);
+            refuse_unless_empty(&dir)?;
+            crate::apply::fill_new_dir(&dir, |dir| run_all(&commands, dir))?;
+            ui::note(&format!(
+                "\nScaffolded `{}` again in {} from its PROJECT.",
+                project.project_name,
+                dir.display()
+            ));
+        }
+        None => in_place(&root, &project, &commands, options.force)?,
+    }
+    Ok(())
+}
+
+/// The commands that make `project` as PROJECT records it: `init` with the settings of PROJECT
+/// and of the workspace `manifest` (owner, license), each kind's `create api` (its types and
+/// controller, then each named controller) in PROJECT's order, and the webhooks in the order
+/// they were added: `registered` lists their modules in that order (PROJECT does not record
+/// it). A kind that PROJECT lists only for its webhooks (one of Kubernetes' own) was listed when
+/// its webhook was added, so its webhook and those added before it come at its place.
+pub fn commands(
+    project: &Project,
+    manifest: &str,
+    registered: &[String],
+) -> anyhow::Result<Vec<Vec<String>>> {
+    let mut commands = vec![init(project, manifest)?];
+    let mut queue: Vec<(usize, &Resource)> = project
+        .resources
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.webhooks.is_some())
+        .collect();
+    // Stable: a kind whose module is not registered keeps its place in PROJECT, after the rest.
+    queue.sort_by_key(|(_, r)| {
+        module_paths(project, r)
+            .iter()
+            .find_map(|path| registered.iter().position(|p| p == path))
+            .unwrap_or(usize::MAX)
+    });
+    for (index, resource) in project.resources.iter().enumerate() {
+        commands.extend(create_api(project, resource)?);
+        let only_webhooks =
+            resource.api.is_none() && !resource.controller && resource.controllers.is_empty();
+        if !only_webhooks || resource.webhooks.is_none() {
+            continue;
+        }
+        // The webhooks added before this one, of kinds that exist by now, then this one.
+        let Some(at) = queue.iter().position(|(i, _)| *i == index) else {
+            continue;
+        };
+        let (before, after): (Vec<_>, Vec<_>) = queue[..at].iter().partition(|(i, _)| *i < index);
+        for (_, earlier) in before {
+            commands.extend(create_webhook(earlier));
+        }
+        commands.extend(create_webhook(resource));
+        queue = after
+            .into_iter()
+            .chain(queue[at + 1..].iter().copied())
+            .collect();
+    }
+    for (_, resource) in queue {
+        commands.extend(create_webhook(resource));
+    }
+    Ok(commands)
+}
+
+/// The module paths (`example::v1::cache`) a kind's webhooks may be registered under: one of
+/// Kubernetes' kinds has had two (`k8s_core::v1::pod`, and `core::v1::pod` before).
+fn module_paths(project: &Project, resource: &Resource) -> Vec<String> {
+    let names = match resource.core.then(|| {
+        names::find_builtin(
+            &resource.group_with_domain(),
+            &resource.version,
+            &resource.kind,
+        )
+    }) {
+        Some(Some(kind)) => vec![
+            names::builtin_names(kind),
+            names::builtin_names_unprefixed(kind),
+        ],
+        _ => vec![ResourceNames::new(
+            &resource.group,
+            &resource.version,
+            &resource.kind,
+            resource.plural.as_deref(),
+            &project.domain,
+        )],
+    };
+    names
+        .iter()
+        .map(|n| format!("{}::{}::{}", n.group_module, n.version, n.kind_module))
+        .collect()
+}
+
+/// The webhook modules `operator/src/webhooks/mod.rs` registers, in its order: the order in
+/// which `create webhook` added them. Empty when the project has no webhooks.
+fn registration_order(root: &Path) -> anyhow::Result<Vec<String>> {
+    let path = Path::new("operator/src/webhooks/mod.rs");
+    let Some(text) = crate::apply::read_existing(root, path)? else {
+        return Ok(Vec::new());
+    };
+    Ok(text
+        .lines()
+        .filter_map(|line| line.trim().strip_suffix("::register(&mut webhooks);"))
+        .map(str::to_owned)
+        .collect())
+}
+
+fn init(project: &Project, manifest: &str) -> anyhow::Result<Vec<String>> {
+    let mut args = words(&["init", "--domain", &project.domain]);
+    args.extend(words(&["--project-name", &project.project_name]));
+    if let Some(repo) = &project.repo {
+        args.extend(words(&["--repo", repo]));
+    }
+    if let Some(owner) = crate::manifest::string(manifest, "workspace.package", "authors") {
+        args.extend(words(&["--owner", &owner]));
+    }
+    match crate::manifest::string(manifest, "workspace.package", "license").as_deref() {
+        None => args.extend(words(&["--license", "none"])),
+        Some(spdx) if Some(spdx) == super::init::spdx(crate::cli::License::Apache2) => {}
+        Some(spdx) => {
+            return Err(UserError::new(format!(
+                "the workspace Cargo.toml has `license = \"{spdx}\"`, which `rsbuilder init` does not write"
+            ))
+            .help("set `license = \"Apache-2.0\"` or remove the line, then scaffold again and put your license back")
+            .into());
+        }
+    }
+    if project.namespaced {
+        args.push("--namespaced".into());
+    }
+    if project.multigroup {
+        args.push("--multigroup".into());
+    }
+    Ok(args)
+}
+
+/// The kind's `create api` commands: its types and its own controller, then each controller
+/// named with `--controller-name`.
+fn create_api(project: &Project, resource: &Resource) -> anyhow::Result<Vec<Vec<String>>> {
+    if !resource.core && !resource.domain.is_empty() && resource.domain != project.domain {
+        return Err(UserError::new(format!(
+            "PROJECT has {} of the domain `{}`, another than the project's `{}`",
+            gvk(resource),
+            resource.domain,
+            project.domain
+        ))
+        .help("alpha generate scaffolds the kinds of the project's domain and Kubernetes' own; remove the entry, scaffold again, and put it back by hand")
+        .into());
+    }
+    let base = words(&[
+        "create",
+        "api",
+        "--group",
+        &resource.group,
+        "--version",
+        &resource.version,
+        "--kind",
+        &resource.kind,
+    ]);
+    let mut commands = Vec::new();
+    if let Some(api) = &resource.api {
+        let mut args = base.clone();
+        args.push("--resource".into());
+        args.push(format!("--controller={}", resource.controller));
+        if !api.namespaced {
+            args.push("--namespaced=false".into());
+        }
+        if let Some(plural) = &resource.plural {
+            args.extend(words(&["--plural", plural]));
+        }
+        if api.ssa {
+            args.push("--ssa".into());
+        }
+        args.extend(image_flags(project, resource));
+        commands.push(args);
+    } else if resource.controller {
+        let mut args = base.clone();
+        args.extend(words(&["--resource=false", "--controller"]));
+        commands.push(args);
+    }
+    for named in &resource.controllers {
+        let mut args = base.clone();
+        args.extend(words(&[
+            "--resource=false",
+            "--controller",
+            "--controller-name",
+            &named.name,
+        ]));
+        commands.push(args);
+    }
+    Ok(commands)
+}
+
+/// The deploy-image flags PROJECT records for the kind, if it runs an image.
+fn image_flags(project: &Project, resource: &Resource) -> Vec<String> {
+    let Some(image) = project.deploy_images.iter().find(|d| {
+        d.group == resource.group && d.version == resource.version && d.kind == resource.kind
+    }) else {
+        return Vec::new();
+    };
+    let options = &image.options;
+    let mut args = words(&["--image", &options.image]);
+    for (flag, value) in [
+        ("--image-container-command", &options.container_command),
+        ("--image-container-port", &options.container_port),
+        ("--run-as-user", &options.run_as_user),
+    ] {
+        if let Some(value) = value {
+            args.push(format!("{flag}={value}"));
+        }
+    }
+    args
+}
+
+/// The kind's `create webhook` commands: admission, then conversion.
+fn create_webhook(resource: &Resource) -> Vec<Vec<String>> {
+    let Some(webhooks) = &resource.webhooks else {
+        return Vec::new();
+    };
+    let base = words(&[
+        "create",
+        "webhook",
+        "--group",
+        &resource.group,
+        "--version",
+        &resource.version,
+        "--kind",
+        &resource.kind,
+    ]);
+    let mut commands = Vec::new();
+    if webhooks.defaulting || webhooks.validation {
+        let mut args = base.clone();
+        if webhooks.defaulting {
+            args.push("--defaulting".into());
+        }
+        if webhooks.validation {
+            args.push("--programmatic-validation".into());
+        }
+        if let Some(path) = &webhooks.defaulting_path {
+            args.extend(words(&["--defaulting-path", path]));
+        }
+        if let Some(path) = &webhooks.validation_path {
+            args.extend(words(&["--validation-path", path]));
+        }
+        commands.push(args);
+    }
+    if webhooks.conversion {
+        let mut args = base;
+        args.push("--conversion".into());
+        if !webhooks.spoke.is_empty() {
+            args.extend(words(&["--spoke", &webhooks.spoke.join(",")]));
+        }
+        commands.push(args);
+    }
+    commands
+}
+
+fn words(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| (*w).to_owned()).collect()
+}
+
+fn gvk(resource: &Resource) -> String {
+    format!(
+        "{}/{}, Kind={}",
+        resource.group_with_domain(),
+        resource.version,
+        resource.kind
+    )
+}
+
+/// `rsbuilder` and `args` as a shell reads them back: words with anything but
+/// `[A-Za-z0-9,._+:@%/=-]` in single quotes.
+fn shell_line(args: &[String]) -> String {
+    let quoted: Vec<String> = args
+        .iter()
+        .map(|arg| {
+            let plain = !arg.is_empty()
+                && arg
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || ",._+:@%/=-".contains(c));
+            if plain {
+                arg.clone()
+            } else {
+                format!("'{}'", arg.replace('\'', r"'\''"))
+            }
+        })
+        .collect();
+    format!("rsbuilder {}", quoted.join(" "))
+}
+
+/// Refuses an output directory that holds anything.
+fn refuse_unless_empty(dir: &Path) -> anyhow::Result<()> {
+    let Ok(mut entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    if entries.next().is_some() {
+        return Err(UserError::new(format!(
+            "--output-dir {}: the directory is not empty",
+            dir.display()
+        ))
+        .help("pass a new or empty directory")
+        .into());
+    }
+    Ok(())
+}
+
+fn run_all(commands: &[Vec<String>], dir: &Path) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("failed to find the rsbuilder binary")?;
+    for args in commands {
+        ui::note(&shell_line(args));
+        let output = Command::new(&exe)
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .output()
+            .with_context(|| format!("failed to run `{}`", shell_line(args)))?;
+        if !output.status.success() {
+            return Err(UserError::new(format!(
+                "`{}` failed:\n{}",
+                shell_line(args),
+                String::from_utf8_lossy(&output.stderr).trim_end()
+            ))
+            .help("fix the entry of PROJECT it comes from, or scaffold that part by hand")
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Scaffolds the project again next to it, then puts the new tree in place of every file of
+/// the project but `.git` (`apply::replace_tree`).
+fn in_place(
+    root: &Path,
+    project: &Project,
+    commands: &[Vec<String>],
+    force: bool,
+) -> anyhow::Result<()> {
+    if !force {
+        return Err(UserError::new(format!(
+            "alpha generate without --output-dir replaces every file of {} but .git",
+            root.display()
+        ))
+        .help("pass --output-dir <dir> for a new tree, or --force to replace the project's files (commit them first)")
+        .into());
+    }
+    let _lock = crate::apply::lock(root)?;
+    crate::apply::replace_tree(root, &project.project_name, |fresh| {
+        run_all(commands, fresh)
+    })?;
+    ui::note(&format!(
+        "\nScaffolded `{}` again in place from its PROJECT; `git status` and `git diff` show what changed.",
+        project.project_name
+    ));
+    Ok(())
+}
