@@ -480,8 +480,103 @@ if git -C "$root" cat-file -e "$old_commit^{commit}" 2>/dev/null; then
   "$rsbuilder" upgrade 2>/dev/null
   cargo clippy --quiet --all-targets -- -D warnings
   cargo test --quiet
-  echo "journeys: 7 passed, 0 failed"
+  passed=7 skipped=0
 else
   echo "note: commit $old_commit is not in this clone: the upgrade journey is skipped"
-  echo "journeys: 6 passed, 0 failed, 1 skipped"
+  passed=6 skipped=1
 fi
+
+# A project made by rsbuilder at commit 5f6a0c3 (the first with the runtime crate), whose
+# config/default has no `replacements` marker, so `create webhook` fails on it. The user edits
+# it as users do (a field, an RBAC marker and an error variant in the controller, a Makefile
+# variable); `alpha update` installs that rsbuilder from the checkout of the commit the way
+# `make rsbuilder` does (RSBUILDER_INSTALL), merges old scaffold, project and new scaffold on a
+# branch, and keeps every edit; then `create webhook` works and the project builds, lints, tests
+# and regenerates. An edit next to a line the new scaffold changed stops the update with the
+# conflict shown and nothing written; --force writes the conflict markers.
+update_commit=5f6a0c3
+if git -C "$root" cat-file -e "$update_commit^{commit}" 2>/dev/null; then
+  step "a project of rsbuilder $update_commit, edited, then alpha update"
+  mkdir -p "$work/update-src" "$work/update/otp-operator"
+  git -C "$root" archive "$update_commit" | tar -x -C "$work/update-src"
+  install="--debug --path $work/update-src --target-dir $work/update-target"
+  # The old rsbuilder scaffolds the project; `alpha update` installs it again into the
+  # project's bin/, from RSBUILDER_INSTALL, reusing this build's target directory.
+  cargo install --quiet --locked --root "$work/update-bin" $install
+  cd "$work/update/otp-operator"
+  old="$work/update-bin/bin/rsbuilder"
+  "$old" init --domain learn.com 2>/dev/null
+  "$old" create api --group appotp --version v1 --kind AppOTP 2>/dev/null
+  if "$rsbuilder" create webhook --group appotp --version v1 --kind AppOTP --defaulting 2>"$work/update.err"; then
+    echo "journey: create webhook worked on the old scaffold; the journey tests nothing"; exit 1
+  fi
+  grep -q 'marker `# +rsbuilder:scaffold:replacements` not found' "$work/update.err"
+  git init --quiet && git add -A
+  git -c user.name=journey -c user.email=journey@example.com commit --quiet -m scaffold
+  base_branch="$(git branch --show-current)"
+  python3 - <<'PY'
+import pathlib
+def edit(path, old, new):
+    file = pathlib.Path(path)
+    text = file.read_text()
+    if old not in text:
+        raise SystemExit(f"journey: `{old}` not found in {path}")
+    file.write_text(text.replace(old, new, 1))
+edit("api/src/appotp/v1/app_otp.rs", "    pub size: i32,\n}",
+     "    pub size: i32,\n    /// Where the instances run.\n"
+     "    #[serde(default, skip_serializing_if = \"Option::is_none\")]\n"
+     "    pub region: Option<String>,\n}")
+controller = "operator/src/controllers/appotp/app_otp.rs"
+edit(controller, "appotps/finalizers,verbs=update\n",
+     "appotps/finalizers,verbs=update\n"
+     "// +rsbuilder:rbac:groups=\"\",resources=configmaps,verbs=get;list;watch\n")
+edit(controller, "    Finalizer(#[source] Box<finalizer::Error<Error>>),\n",
+     "    Finalizer(#[source] Box<finalizer::Error<Error>>),\n"
+     "    /// The spec asks for what cannot be done.\n"
+     "    #[error(\"invalid spec: {0}\")]\n    InvalidSpec(String),\n")
+edit("Makefile", "IMG ?= controller:latest", "IMG ?= registry.example.com/otp:dev")
+PY
+  git -c user.name=journey -c user.email=journey@example.com commit --quiet -am "the user's edits"
+  RSBUILDER_INSTALL="$install" "$rsbuilder" alpha update 2>"$work/update.err" || { cat "$work/update.err"; exit 1; }
+  rm -rf "$work/update-target"
+  grep -q "^installing rsbuilder 0.1.0: cargo install --locked --root $PWD/bin/rsbuilder-0.1.0 $install\$" "$work/update.err"
+  [[ -x bin/rsbuilder-0.1.0/bin/rsbuilder ]]
+  [[ "$(git branch --show-current)" == rsbuilder-update-from-0.1.0-to-0.1.0 ]]
+  [[ -z "$(git status --porcelain)" ]]
+  grep -q 'pub region: Option<String>,' api/src/appotp/v1/app_otp.rs
+  grep -q 'resources=configmaps,verbs=get;list;watch' operator/src/controllers/appotp/app_otp.rs
+  grep -q 'InvalidSpec(String),' operator/src/controllers/appotp/app_otp.rs
+  grep -q '^IMG ?= registry.example.com/otp:dev$' Makefile
+  grep -q '^# +rsbuilder:scaffold:replacements$' config/default/kustomization.yaml
+  grep -q '^  - configmaps$' config/rbac/role.yaml
+  "$rsbuilder" create webhook --group appotp --version v1 --kind AppOTP --defaulting --programmatic-validation 2>/dev/null
+  cargo clippy --quiet --locked --all-targets -- -D warnings
+  cargo test --quiet --locked
+  "$rsbuilder" generate --check 2>/dev/null
+
+  step "alpha update with an edit the new scaffold conflicts with: stops, writes nothing"
+  git checkout --quiet --force "$base_branch"
+  git clean --quiet --force -d
+  git branch --quiet -D rsbuilder-update-from-0.1.0-to-0.1.0
+  edit_line='    tracing::info!(region = ?object.spec.region, "applying");'
+  sed -i "s|^    // report the outcome in the conditions below.\$|&\n$edit_line|" operator/src/controllers/appotp/app_otp.rs
+  grep -qF "$edit_line" operator/src/controllers/appotp/app_otp.rs
+  git -c user.name=journey -c user.email=journey@example.com commit --quiet -am "a reconcile line"
+  head="$(git rev-parse HEAD)"
+  if "$rsbuilder" alpha update 2>"$work/update.err"; then
+    echo "journey: alpha update merged a conflicting edit"; exit 1
+  fi
+  grep -q '^error: the update from rsbuilder 0.1.0 to 0.1.0 conflicts with your changes in 1 file, and wrote nothing:$' "$work/update.err"
+  grep -qF "$edit_line" "$work/update.err"
+  grep -q '^<<<<<<< your project$' "$work/update.err"
+  [[ -z "$(git status --porcelain)" && "$(git rev-parse HEAD)" == "$head" ]]
+  [[ -z "$(git branch --list 'rsbuilder-update-*')" ]]
+  "$rsbuilder" alpha update --force 2>"$work/update.err" || { cat "$work/update.err"; exit 1; }
+  grep -q '^<<<<<<< your project$' operator/src/controllers/appotp/app_otp.rs
+  grep -q '^IMG ?= registry.example.com/otp:dev$' Makefile
+  passed=$((passed + 1))
+else
+  echo "note: commit $update_commit is not in this clone: the alpha update journey is skipped"
+  skipped=$((skipped + 1))
+fi
+echo "journeys: $passed passed, 0 failed, $skipped skipped"

@@ -75,6 +75,20 @@ pub enum AlphaCommand {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Bring the project up to this rsbuilder: a three-way merge of the scaffold of the
+    /// rsbuilder recorded in PROJECT, your project, and this rsbuilder's scaffold, on a branch
+    Update {
+        /// The rsbuilder that made the project [default: installs PROJECT's cliVersion into
+        /// bin/ as `make rsbuilder` does, from RSBUILDER_INSTALL]
+        #[arg(long)]
+        from_binary: Option<std::path::PathBuf>,
+        /// Write the merge into the work tree on the current branch, conflict markers and all
+        #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+        force: bool,
+        /// List what the merge would change, and write nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 /// Flags of `rsbuilder init`.

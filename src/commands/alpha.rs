@@ -42,7 +42,8 @@ pub fn generate(options: GenerateOptions) -> anyhow::Result<()> {
         Some(dir) => {
             let dir = cwd.join(dir);
             refuse_unless_empty(&dir)?;
-            crate::apply::fill_new_dir(&dir, |dir| run_all(&commands, dir))?;
+            let exe = std::env::current_exe().context("failed to find the rsbuilder binary")?;
+            crate::apply::fill_new_dir(&dir, |dir| run_all(&exe, &commands, dir))?;
             ui::note(&format!(
                 "\nScaffolded `{}` again in {} from its PROJECT.",
                 project.project_name,
@@ -136,7 +137,7 @@ fn module_paths(project: &Project, resource: &Resource) -> Vec<String> {
 
 /// The webhook modules `operator/src/webhooks/mod.rs` registers, in its order: the order in
 /// which `create webhook` added them. Empty when the project has no webhooks.
-fn registration_order(root: &Path) -> anyhow::Result<Vec<String>> {
+pub fn registration_order(root: &Path) -> anyhow::Result<Vec<String>> {
     let path = Path::new("operator/src/webhooks/mod.rs");
     let Some(text) = crate::apply::read_existing(root, path)? else {
         return Ok(Vec::new());
@@ -347,11 +348,12 @@ fn refuse_unless_empty(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run_all(commands: &[Vec<String>], dir: &Path) -> anyhow::Result<()> {
-    let exe = std::env::current_exe().context("failed to find the rsbuilder binary")?;
+/// Runs `commands` with the rsbuilder `exe` in `dir`, one after the other; the first that fails
+/// is an error with its output.
+pub fn run_all(exe: &Path, commands: &[Vec<String>], dir: &Path) -> anyhow::Result<()> {
     for args in commands {
         ui::note(&shell_line(args));
-        let output = Command::new(&exe)
+        let output = Command::new(exe)
             .args(args)
             .current_dir(dir)
             .stdin(Stdio::null())
@@ -387,8 +389,9 @@ fn in_place(
         .into());
     }
     let _lock = crate::apply::lock(root)?;
+    let exe = std::env::current_exe().context("failed to find the rsbuilder binary")?;
     crate::apply::replace_tree(root, &project.project_name, |fresh| {
-        run_all(commands, fresh)
+        run_all(&exe, commands, fresh)
     })?;
     ui::note(&format!(
         "\nScaffolded `{}` again in place from its PROJECT; `git status` and `git diff` show what changed.",

@@ -9,6 +9,7 @@ pub mod create_webhook;
 pub mod edit;
 pub mod generate;
 pub mod init;
+pub mod update;
 pub mod upgrade;
 
 use std::path::PathBuf;
@@ -53,6 +54,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             dry_run,
         }) => alpha::generate(alpha::GenerateOptions {
             output_dir,
+            force,
+            dry_run,
+        }),
+        Command::Alpha(AlphaCommand::Update {
+            from_binary,
+            force,
+            dry_run,
+        }) => update::update(update::UpdateOptions {
+            from_binary,
             force,
             dry_run,
         }),

@@ -180,3 +180,233 @@ fn what_cannot_be_scaffolded_again_is_refused_before_anything_is_written() {
     );
     assert!(!fresh.exists());
 }
+
+/// An "older rsbuilder" for `alpha update`: this one, then the differences of an older
+/// scaffold: a Makefile line today's has not, and no `replacements` marker in config/default.
+const OLDER: &str = r#"#!/usr/bin/env bash
+set -e
+"$RSBUILDER_REAL" "$@"
+if [[ -f Makefile ]] && ! grep -q '^# an older scaffold$' Makefile; then
+  sed -i '1i # an older scaffold' Makefile
+fi
+if [[ -f config/default/kustomization.yaml ]]; then
+  sed -i '/^# +rsbuilder:scaffold:replacements$/d' config/default/kustomization.yaml
+fi
+"#;
+
+fn git(ws: &Workspace, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(ws.root())
+        .output()
+        .expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// A project the older rsbuilder made, committed, and its path; None without git.
+fn older_project() -> Option<(Workspace, PathBuf)> {
+    if std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var("RSBUILDER_REQUIRE_E2E_LOCAL").as_deref() != Ok("1"),
+            "git is missing"
+        );
+        eprintln!("note: skipping alpha update: git is missing");
+        return None;
+    }
+    let ws = Workspace::new("otp-operator");
+    let older = ws.root().parent().unwrap().join("older-rsbuilder");
+    std::fs::write(&older, OLDER).unwrap();
+    let mut permissions = std::fs::metadata(&older).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&older, permissions).unwrap();
+    for args in [
+        &["init", "--domain", "learn.com"][..],
+        &[
+            "create",
+            "api",
+            "--group",
+            "appotp",
+            "--version",
+            "v1",
+            "--kind",
+            "AppOTP",
+        ],
+    ] {
+        let status = std::process::Command::new(&older)
+            .args(args)
+            .current_dir(ws.root())
+            .env("RSBUILDER_REAL", env!("CARGO_BIN_EXE_rsbuilder"))
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    assert!(ws.read("Makefile").starts_with("# an older scaffold\n"));
+    git(&ws, &["init", "--quiet"]);
+    git(&ws, &["add", "--all"]);
+    git(&ws, &["commit", "--quiet", "-m", "scaffold"]);
+    Some((ws, older))
+}
+
+fn update(ws: &Workspace, older: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
+    let mut args = vec!["alpha", "update", "--from-binary", older.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    assert_cmd::Command::cargo_bin("rsbuilder")
+        .unwrap()
+        .current_dir(ws.root())
+        .env("RSBUILDER_REAL", env!("CARGO_BIN_EXE_rsbuilder"))
+        .env(
+            "CARGO_TARGET_DIR",
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated-projects"),
+        )
+        .args(&args)
+        .write_stdin("")
+        .assert()
+}
+
+/// The tree without `.git`, which git itself may touch (its index) when it only reads.
+fn work_tree(ws: &Workspace) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut tree = ws.snapshot();
+    tree.retain(|path, _| !path.starts_with(".git"));
+    tree
+}
+
+#[test]
+fn alpha_update_merges_on_a_branch_keeping_every_edit_and_the_new_scaffold() {
+    let Some((ws, older)) = older_project() else {
+        return;
+    };
+    let makefile = ws
+        .read("Makefile")
+        .replace("IMG ?= controller:latest", "IMG ?= mine:1");
+    ws.write("Makefile", &makefile);
+    ws.write("operator/src/mine.rs", "// the user's own\n");
+    git(&ws, &["add", "--all"]);
+    git(&ws, &["commit", "--quiet", "-m", "edits"]);
+
+    // --dry-run lists the merge and writes nothing.
+    let before = work_tree(&ws);
+    let err = stderr(&update(&ws, &older, &["--dry-run"]).success());
+    assert!(
+        err.contains("\nupdate Makefile\nupdate config/default/kustomization.yaml\n"),
+        "{err}"
+    );
+    assert_same_tree(&before, &work_tree(&ws), "--dry-run");
+
+    let err = stderr(&update(&ws, &older, &[]).success());
+    assert!(
+        err.ends_with("\nThe update is committed on the branch `rsbuilder-update-from-0.1.0-to-0.1.0`: review it with `git show`, then merge it.\n"),
+        "{err}"
+    );
+    assert_eq!(
+        git(&ws, &["branch", "--show-current"]),
+        "rsbuilder-update-from-0.1.0-to-0.1.0\n"
+    );
+    assert_eq!(git(&ws, &["status", "--porcelain"]), "");
+    let makefile = ws.read("Makefile");
+    assert!(
+        makefile
+            .starts_with("# Image URL to use all building/pushing image targets\nIMG ?= mine:1\n"),
+        "{makefile}"
+    );
+    assert!(
+        ws.read("config/default/kustomization.yaml")
+            .contains("\n# +rsbuilder:scaffold:replacements\n")
+    );
+    assert_eq!(ws.read("operator/src/mine.rs"), "// the user's own\n");
+    assert_eq!(
+        git(&ws, &["show", "--stat", "--format=%s", "HEAD"])
+            .lines()
+            .next(),
+        Some("Update the scaffold from rsbuilder 0.1.0 to 0.1.0")
+    );
+    // The marker that was missing is there: the webhook the old scaffold refused goes in.
+    ws.run(&[
+        "create",
+        "webhook",
+        "--group",
+        "appotp",
+        "--version",
+        "v1",
+        "--kind",
+        "AppOTP",
+        "--defaulting",
+    ])
+    .success();
+}
+
+#[test]
+fn alpha_update_stops_on_a_conflict_writing_nothing_and_force_writes_the_markers() {
+    let Some((ws, older)) = older_project() else {
+        return;
+    };
+    let makefile = ws.read("Makefile").replacen(
+        "# an older scaffold\n",
+        "# an older scaffold, and mine\n",
+        1,
+    );
+    ws.write("Makefile", &makefile);
+    git(&ws, &["commit", "--quiet", "-am", "a conflicting edit"]);
+    let head = git(&ws, &["rev-parse", "HEAD"]);
+    let before = work_tree(&ws);
+    let err = stderr(&update(&ws, &older, &[]).failure().code(1));
+    assert!(
+        err.contains("error: the update from rsbuilder 0.1.0 to 0.1.0 conflicts with your changes in 1 file, and wrote nothing:\nMakefile: 1 place changed on both sides\n<<<<<<< your project\n# an older scaffold, and mine\n=======\n>>>>>>> rsbuilder 0.1.0 scaffold\n\nhelp: "),
+        "{err}"
+    );
+    assert!(err.ends_with("help: change those places back to the old scaffold's text, or run `rsbuilder alpha update --force` to write the merge with conflict markers and resolve them by hand\n"), "{err}");
+    assert_same_tree(&before, &work_tree(&ws), "a conflict");
+    assert_eq!(git(&ws, &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(&ws, &["branch", "--list", "rsbuilder-update-*"]), "");
+
+    let err = stderr(&update(&ws, &older, &["--force"]).success());
+    assert!(err.contains("warning: the merge has conflicts"), "{err}");
+    assert!(
+        ws.read("Makefile")
+            .starts_with("<<<<<<< your project\n# an older scaffold, and mine\n")
+    );
+    assert!(
+        ws.read("config/default/kustomization.yaml")
+            .contains("\n# +rsbuilder:scaffold:replacements\n")
+    );
+    assert_eq!(
+        git(&ws, &["rev-parse", "HEAD"]),
+        head,
+        "--force commits nothing"
+    );
+}
+
+#[test]
+fn alpha_update_refuses_a_project_outside_git_or_with_uncommitted_changes() {
+    let Some((ws, older)) = older_project() else {
+        return;
+    };
+    ws.write("Makefile", "changed\n");
+    let before = work_tree(&ws);
+    let err = stderr(&update(&ws, &older, &[]).failure().code(1));
+    assert_eq!(
+        err,
+        "error: the project has changes that are not committed:\n M Makefile\nhelp: commit or stash them first: the update must be told apart from your work\n"
+    );
+    assert_same_tree(&before, &work_tree(&ws), "uncommitted changes");
+
+    std::fs::remove_dir_all(ws.root().join(".git")).unwrap();
+    let err = stderr(&update(&ws, &older, &[]).failure().code(1));
+    assert!(
+        err.starts_with(&format!(
+            "error: {} is not in a git repository\n",
+            ws.root().display()
+        )),
+        "{err}"
+    );
+}
