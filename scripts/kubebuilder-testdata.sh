@@ -5,8 +5,8 @@
 # flag as kubebuilder's users write it. Two kinds of line are left out:
 #   - the external-API commands, whose --external-api-path, --external-api-domain and
 #     --external-api-module name Go packages and Go modules;
-#   - the grafana, helm and autoupdate `edit --plugins=...` lines: rsbuilder refuses those
-#     plugins by name, which this script checks, leaving the project as it was.
+#   - the grafana and helm `edit --plugins=...` lines: rsbuilder refuses those plugins by name,
+#     which this script checks, leaving the project as it was. The autoupdate line runs.
 # The Go module steps (go mod init, go mod tidy) have no counterpart. What kubebuilder's
 # `make all` and `make build-installer` check after the commands, scripts/test.sh checks of every
 # golden project: build, clippy, tests, `rsbuilder generate --check` and the kustomize builds.
@@ -119,7 +119,7 @@ scaffold_test_project() {
 
   if [[ $project =~ with-plugins ]]; then
     refused --plugins=helm.kubebuilder.io/v2-alpha
-    refused --plugins=autoupdate.kubebuilder.io/v1-alpha
+    run edit --plugins=autoupdate.kubebuilder.io/v1-alpha
   fi
   cd - >/dev/null
 }

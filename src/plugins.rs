@@ -17,8 +17,16 @@ const DEPLOY_IMAGE: &[&str] = &[
     "deploy-image.go.kubebuilder.io/v1-alpha",
 ];
 
+/// kubebuilder's autoupdate plugin: `edit` adds a workflow that runs `rsbuilder alpha update`.
+const AUTOUPDATE: &[&str] = &["autoupdate/v1-alpha", "autoupdate.kubebuilder.io/v1-alpha"];
+
 /// Plugins kubebuilder has and rsbuilder does not, yet.
-const NOT_YET: &[&str] = &["grafana", "helm", "autoupdate"];
+const NOT_YET: &[&str] = &["grafana", "helm"];
+
+/// Whether `plugins` (already checked) asks for the autoupdate workflow.
+pub fn autoupdate(plugins: &[String]) -> bool {
+    plugins.iter().any(|p| AUTOUPDATE.contains(&p.trim()))
+}
 
 /// Checks the `--plugins` of `command`; `deploy_image` says whether the command takes
 /// kubebuilder's deploy-image plugin. Returns whether that plugin is among them.
@@ -32,6 +40,17 @@ pub fn check(command: &str, plugins: &[String], deploy_image: bool) -> Result<bo
         if deploy_image && DEPLOY_IMAGE.contains(&plugin) {
             has_deploy_image = true;
             continue;
+        }
+        if AUTOUPDATE.contains(&plugin) {
+            if command == "edit" {
+                continue;
+            }
+            return Err(UserError::new(format!(
+                "plugin `{plugin}` is added to a project by `rsbuilder edit`, not by {command}"
+            ))
+            .help(format!(
+                "drop it here, then run `rsbuilder edit --plugins={plugin}`"
+            )));
         }
         let family = plugin.split(['/', '.']).next().unwrap_or(plugin);
         let error = if NOT_YET.contains(&family) {

@@ -13,6 +13,8 @@ use crate::ui::UserError;
 
 /// The layout key rsbuilder writes under `layout:`.
 pub const LAYOUT: &str = "rsbuilder.io/v1";
+/// The plugin key under which kubebuilder records `edit --plugins=autoupdate/v1-alpha`.
+pub const AUTOUPDATE: &str = "autoupdate.kubebuilder.io/v1-alpha";
 /// The plugin key under which kubebuilder records `create api --image`.
 pub const DEPLOY_IMAGE: &str = "deploy-image.go.kubebuilder.io/v1-alpha";
 /// The file name, at the project root.
@@ -21,6 +23,8 @@ pub const FILE: &str = "PROJECT";
 /// What PROJECT records about a project.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Project {
+    /// Whether `.github/workflows/auto_update.yml` runs `alpha update` on a schedule.
+    pub autoupdate: bool,
     /// The rsbuilder version that scaffolded the project.
     pub cli_version: String,
     /// The domain of the API groups.
@@ -337,6 +341,7 @@ fn parse(text: &str) -> anyhow::Result<Project> {
     }
     let plugin = stored.plugins.get(LAYOUT);
     Ok(Project {
+        autoupdate: stored.plugins.contains_key(AUTOUPDATE),
         cli_version: stored.cli_version,
         domain: stored.domain,
         multigroup: stored.multigroup,
@@ -396,6 +401,9 @@ impl Project {
             out.push_str("namespaced: true\n");
         }
         out.push_str("plugins:\n");
+        if self.autoupdate {
+            let _ = writeln!(out, "  {AUTOUPDATE}: {{}}");
+        }
         if !self.deploy_images.is_empty() {
             let _ = writeln!(out, "  {DEPLOY_IMAGE}:\n    resources:");
             for image in &self.deploy_images {
@@ -604,6 +612,7 @@ mod tests {
 
     fn project() -> Project {
         Project {
+            autoupdate: false,
             cli_version: "0.1.0".into(),
             domain: "learn.com".into(),
             multigroup: false,

@@ -104,6 +104,9 @@ pub fn commands(
     for (_, resource) in queue {
         commands.extend(create_webhook(resource));
     }
+    if project.autoupdate {
+        commands.push(words(&["edit", "--plugins=autoupdate/v1-alpha"]));
+    }
     Ok(commands)
 }
 

@@ -64,7 +64,12 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
     if args.multigroup == Some(true) {
         project.multigroup = true;
     }
-    let plan = plan(root, &mut project, &old, &new, args.force)?;
+    let autoupdate = crate::plugins::autoupdate(&args.plugins);
+    project.autoupdate |= autoupdate;
+    let mut plan = plan(root, &mut project, &old, &new, args.force)?;
+    if autoupdate {
+        plan.files.extend(autoupdate_workflow(args.force)?);
+    }
     apply::apply(
         root,
         plan,
@@ -81,6 +86,18 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
         });
     }
     Ok(())
+}
+
+/// `.github/workflows/auto_update.yml` (`--plugins=autoupdate/v1-alpha`): a workflow that
+/// runs `rsbuilder alpha update` on a schedule and opens a pull request. One that exists is the
+/// user's and is kept, unless `--force`.
+fn autoupdate_workflow(force: bool) -> anyhow::Result<Vec<PlannedFile>> {
+    let policy = if force {
+        Policy::Owned
+    } else {
+        Policy::KeepExisting
+    };
+    crate::scaffold::render_set("autoupdate", &tera::Context::new(), &[], |_| policy)
 }
 
 /// A namespaced project's manager has a Role, which cannot grant cluster-scoped resources.

@@ -160,7 +160,7 @@ pub fn update(options: UpdateOptions) -> anyhow::Result<()> {
     let labels = ["your project", base_label.as_str(), theirs_label.as_str()];
     let merged = merge_trees(root, &base, &theirs, labels)?;
     report(&merged, &options, &project)?;
-    if options.dry_run {
+    if options.dry_run || merged.is_empty() {
         return Ok(());
     }
     write(root, &merged, &options, &project)

@@ -57,8 +57,8 @@ pub fn insert(
         ))
         .help(format!(
             "put the line `{marker}` back where rsbuilder should add code, then run the command again; \
-             a project made by an older rsbuilder may never have had it: `rsbuilder alpha generate --output-dir <dir>` \
-             scaffolds the project anew from PROJECT, with the line where it belongs"
+             a project made by an older rsbuilder may never have had it: `rsbuilder alpha update` \
+             merges this rsbuilder's scaffold, with the line, into the project"
         )));
     };
 

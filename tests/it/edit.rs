@@ -325,3 +325,73 @@ fn multigroup_is_recorded_in_project_as_kubebuilder_records_it() {
     let err = stderr(&edited.run(&["edit", "--multigroup"]).success());
     assert_eq!(err, "unchanged PROJECT\n");
 }
+
+/// kubebuilder's autoupdate plugin: `edit` adds the workflow that runs `rsbuilder alpha
+/// update` on a schedule, and PROJECT records it as kubebuilder does; the workflow is the
+/// user's once written, and only `--force` writes it again. Other commands refuse the plugin.
+#[test]
+fn the_autoupdate_plugin_adds_the_update_workflow_once_and_keeps_the_users() {
+    let ws = project(&[]);
+    const WORKFLOW: &str = ".github/workflows/auto_update.yml";
+    let err = stderr(&ws.run(&["edit", "--plugins=autoupdate/v1-alpha"]).success());
+    assert!(
+        err.starts_with(&format!("created {WORKFLOW}\nupdated PROJECT\n")),
+        "{err}"
+    );
+    assert!(
+        ws.read("PROJECT")
+            .contains("\nplugins:\n  autoupdate.kubebuilder.io/v1-alpha: {}\n  rsbuilder.io/v1:\n")
+    );
+    let workflow: serde_yaml::Value = serde_yaml::from_str(&ws.read(WORKFLOW)).unwrap();
+    assert_eq!(workflow["on"]["schedule"][0]["cron"], "0 0 * * 2");
+    let steps = workflow["jobs"]["auto-update"]["steps"]
+        .as_sequence()
+        .unwrap();
+    let runs: String = steps.iter().filter_map(|s| s["run"].as_str()).collect();
+    for command in [
+        "if rsbuilder alpha update; then",
+        "rsbuilder alpha update --force",
+        "gh pr create --head \"$branch\"",
+    ] {
+        assert!(runs.contains(command), "{runs}");
+    }
+    assert!(runs.contains("cargo install --locked ${{ vars.RSBUILDER_INSTALL || 'rsbuilder' }}"));
+
+    // Again, with the long key: nothing changes. A workflow the user changed is kept, unless
+    // --force.
+    let before = ws.snapshot();
+    ws.run(&["edit", "--plugins=autoupdate.kubebuilder.io/v1-alpha"])
+        .success();
+    assert_same_tree(&before, &ws.snapshot(), "the plugin again");
+    let mine = ws.read(WORKFLOW).replace("0 0 * * 2", "0 6 * * 1");
+    ws.write(WORKFLOW, &mine);
+    let err = stderr(&ws.run(&["edit", "--plugins=autoupdate/v1-alpha"]).success());
+    assert!(err.contains(&format!("kept {WORKFLOW}\n")), "{err}");
+    assert_eq!(ws.read(WORKFLOW), mine);
+    ws.run(&["edit", "--plugins=autoupdate/v1-alpha", "--force"])
+        .success();
+    assert!(ws.read(WORKFLOW).contains("0 0 * * 2"));
+    // An edit without the plugin keeps it in PROJECT.
+    ws.run(&["edit", "--owner", "Someone"]).success();
+    assert!(
+        ws.read("PROJECT")
+            .contains("  autoupdate.kubebuilder.io/v1-alpha: {}\n")
+    );
+
+    assert_refused(
+        &ws,
+        &[
+            "create",
+            "api",
+            "--group",
+            "a",
+            "--version",
+            "v1",
+            "--kind",
+            "B",
+            "--plugins=autoupdate/v1-alpha",
+        ],
+        "plugin `autoupdate/v1-alpha` is added to a project by `rsbuilder edit`, not by create api\n",
+        "drop it here, then run `rsbuilder edit --plugins=autoupdate/v1-alpha`",
+    );
+}
