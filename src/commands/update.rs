@@ -72,7 +72,10 @@ pub fn merge(sides: &Sides<'_>, labels: [&str; 3]) -> anyhow::Result<Merged> {
         });
     };
     let (text, conflicts) = merge_file(ours, base.unwrap_or(""), theirs, labels)?;
-    Ok(if conflicts == 0 {
+    Ok(if conflicts == 0 && text == ours {
+        // The new scaffold's changes are in the project already.
+        Merged::Kept
+    } else if conflicts == 0 {
         Merged::Write(text)
     } else {
         Merged::Conflict {
@@ -455,6 +458,9 @@ mod tests {
             merged(Some(base), Some(ours), Some(theirs)),
             Merged::Write("one\nTWO\nthree\nfour\nFIVE\n".into())
         );
+        // Merged once already: nothing more to write.
+        let done = "one\nTWO\nthree\nfour\nFIVE\n";
+        assert_eq!(merged(Some(base), Some(done), Some(theirs)), Merged::Kept);
         let Merged::Conflict {
             text: Some(text),
             why,

@@ -330,6 +330,15 @@ fn alpha_update_merges_on_a_branch_keeping_every_edit_and_the_new_scaffold() {
             .next(),
         Some("Update the scaffold from rsbuilder 0.1.0 to 0.1.0")
     );
+    // A second update has nothing to merge: no branch, no commit.
+    let head = git(&ws, &["rev-parse", "HEAD"]);
+    let err = stderr(&update(&ws, &older, &[]).success());
+    assert!(
+        err.ends_with("\nthe project is what rsbuilder 0.1.0 scaffolds, with your changes\n"),
+        "{err}"
+    );
+    assert_eq!(git(&ws, &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(&ws, &["status", "--porcelain"]), "");
     // The marker that was missing is there: the webhook the old scaffold refused goes in.
     ws.run(&[
         "create",
