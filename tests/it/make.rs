@@ -243,3 +243,241 @@ fn test_e2e_installs_cert_manager_for_webhooks_and_deletes_its_cluster_when_test
             .contains("CERT_MANAGER_INSTALL_SKIP=true: cert-manager is not installed")
     );
 }
+
+/// Whether python3 with PyYAML and openssl run here; a failure under
+/// `RSBUILDER_REQUIRE_E2E_LOCAL=1`, as in CI.
+fn python_with_yaml() -> bool {
+    let python = Command::new("python3").args(["-c", "import yaml"]).output();
+    let openssl = Command::new("openssl").arg("version").output();
+    let ok = python.is_ok_and(|o| o.status.success()) && openssl.is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var("RSBUILDER_REQUIRE_E2E_LOCAL").as_deref() != Ok("1"),
+            "RSBUILDER_REQUIRE_E2E_LOCAL=1, but python3 with PyYAML or openssl is missing"
+        );
+        eprintln!("note: skipping hack/run_webhooks.py: python3 with PyYAML or openssl is missing");
+    }
+    ok
+}
+
+/// A project with defaulting and validating webhooks, and a kind converted by webhook.
+fn webhook_project() -> Workspace {
+    let ws = project(true);
+    ws.run(&[
+        "create",
+        "webhook",
+        "--group",
+        "store",
+        "--version",
+        "v1",
+        "--kind",
+        "Cart",
+        "--programmatic-validation",
+    ])
+    .success();
+    ws.run(&[
+        "create",
+        "api",
+        "--group",
+        "store",
+        "--version",
+        "v2",
+        "--kind",
+        "Cart",
+        "--controller=false",
+    ])
+    .success();
+    ws.run(&[
+        "create",
+        "webhook",
+        "--group",
+        "store",
+        "--version",
+        "v1",
+        "--kind",
+        "Cart",
+        "--conversion",
+        "--spoke",
+        "v2",
+    ])
+    .success();
+    ws
+}
+
+#[test]
+fn run_webhooks_points_every_webhook_at_this_machine_with_a_certificate_for_it() {
+    if !python_with_yaml() {
+        return;
+    }
+    let ws = webhook_project();
+    let output = Command::new("python3")
+        .args([
+            "hack/run_webhooks.py",
+            "--host",
+            "10.1.2.3",
+            "--port",
+            "9555",
+            "--print",
+        ])
+        .current_dir(ws.root())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let documents: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_slice(&output.stdout)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let ca = std::fs::read(ws.root().join("bin/local-webhooks/ca.crt")).unwrap();
+    let bundle = base64_of(&ca);
+    let kinds: Vec<_> = documents
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap_or("patch"))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "MutatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
+            "patch"
+        ]
+    );
+    assert_eq!(
+        documents[0]["metadata"]["name"],
+        "shop-operator-local-mutating-webhook-configuration"
+    );
+    for (document, verb) in documents[..2].iter().zip(["mutate", "validate"]) {
+        let webhooks = document["webhooks"].as_sequence().unwrap();
+        assert_eq!(webhooks.len(), 1);
+        let client = &webhooks[0]["clientConfig"];
+        assert_eq!(
+            client["url"],
+            format!("https://10.1.2.3:9555/{verb}-store-shop-com-v1-cart").as_str()
+        );
+        assert_eq!(client["caBundle"], bundle.as_str());
+        assert!(client.get("service").is_none());
+    }
+    let patch = &documents[2];
+    assert_eq!(patch["crd"], "carts.store.shop.com");
+    let client = &patch["patch"]["spec"]["conversion"]["webhook"]["clientConfig"];
+    assert_eq!(client["url"], "https://10.1.2.3:9555/convert");
+    assert_eq!(client["caBundle"], bundle.as_str());
+    // The serving certificate names the host, and the CA signed it.
+    let dir = ws.root().join("bin/local-webhooks");
+    let san = Command::new("openssl")
+        .args(["x509", "-noout", "-ext", "subjectAltName", "-in"])
+        .arg(dir.join("tls.crt"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&san.stdout).contains("IP Address:10.1.2.3"));
+    let verify = Command::new("openssl")
+        .arg("verify")
+        .arg("-CAfile")
+        .arg(dir.join("ca.crt"))
+        .arg(dir.join("tls.crt"))
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    let output = Command::new("python3")
+        .args([
+            "-c",
+            "import base64,sys; print(base64.b64encode(sys.stdin.buffer.read()).decode(), end='')",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child.stdin.take().unwrap().write_all(bytes)?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The manager runs with its webhooks on, the configurations are applied before it and
+/// removed after it, also when it is stopped with SIGTERM, which it gets once.
+#[test]
+fn run_webhooks_removes_its_configurations_when_the_manager_stops() {
+    if !python_with_yaml() {
+        return;
+    }
+    let ws = webhook_project();
+    let log = ws.root().join("run.log");
+    let kubectl = ws.root().join("kubectl-standin");
+    std::fs::write(
+        &kubectl,
+        "#!/usr/bin/env bash\ncat > /dev/null\necho \"kubectl $1 $2\" >> \"$RUN_LOG\"\n",
+    )
+    .unwrap();
+    let manager = ws.root().join("manager-standin");
+    std::fs::write(
+        &manager,
+        "#!/usr/bin/env bash\ntrap 'echo \"manager stops on TERM\" >> \"$RUN_LOG\"; exit 0' TERM\necho \"manager $* ENABLE_WEBHOOKS=$ENABLE_WEBHOOKS\" >> \"$RUN_LOG\"\nwhile true; do sleep 0.05; done\n",
+    )
+    .unwrap();
+    for path in [&kubectl, &manager] {
+        let mut permissions = std::fs::metadata(path).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+        std::fs::set_permissions(path, permissions).unwrap();
+    }
+    let mut child = Command::new("python3")
+        .args([
+            "hack/run_webhooks.py",
+            "--host",
+            "host.docker.internal",
+            "--kubectl",
+        ])
+        .arg(&kubectl)
+        .arg("--")
+        .arg(&manager)
+        .arg("--leader-elect")
+        .current_dir(ws.root())
+        .env("RUN_LOG", &log)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("manager ")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the manager never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "{status}");
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("run_webhooks.py did not stop after SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let cert_dir = ws.root().join("bin/local-webhooks");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        format!(
+            "kubectl apply -f\nkubectl patch crd\nmanager --leader-elect --webhook-cert-path={} --webhook-port=9443 ENABLE_WEBHOOKS=true\nmanager stops on TERM\nkubectl delete --ignore-not-found\n",
+            cert_dir.canonicalize().unwrap().display()
+        )
+    );
+}

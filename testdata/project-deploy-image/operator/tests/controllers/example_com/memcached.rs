@@ -216,12 +216,46 @@ async fn a_new_resource_gets_the_finalizer_first() {
     expect_no_more(server).await;
 }
 
+/// Answers the status apply a new object gets first, and checks it: `Available=Unknown`
+/// while the reconcile starts.
+async fn expect_starting(server: &mut ApiServer, new: &Object) {
+    let (query, status) = expect(
+        server,
+        Method::PATCH,
+        &format!("{}/status", path()),
+        |patch| {
+            let mut object = serde_json::to_value(new).unwrap();
+            object["status"] = patch["status"].clone();
+            object
+        },
+    )
+    .await;
+    assert!(query.contains(&format!("fieldManager={NAME}")), "{query}");
+    let conditions = status["status"]["conditions"].as_array().unwrap();
+    assert_eq!(conditions.len(), 1, "{status}");
+    assert_eq!(
+        (
+            &conditions[0]["type"],
+            &conditions[0]["status"],
+            &conditions[0]["reason"]
+        ),
+        (
+            &json!("Available"),
+            &json!("Unknown"),
+            &json!("Reconciling")
+        )
+    );
+    assert_eq!(conditions[0]["message"], "Starting reconciliation");
+    assert_eq!(conditions[0]["observedGeneration"], 1);
+}
+
 #[tokio::test]
 async fn a_missing_deployment_is_created_and_its_state_reported() {
     let (ctx, mut server) = context();
     let new = object(full_spec(), &[FINALIZER], 1);
     let desired = deployment(&new);
     let reconciling = tokio::spawn(reconcile(Arc::new(new.clone()), ctx));
+    expect_starting(&mut server, &new).await;
 
     let (query, body) = expect(&mut server, Method::PATCH, &deployments_path(), |_| {
         applied(&desired, 3, 3)
@@ -315,6 +349,7 @@ async fn a_deployment_the_api_server_refuses_is_reported_in_the_status_and_retri
     let (ctx, mut server) = context();
     let new = object(full_spec(), &[FINALIZER], 1);
     let reconciling = tokio::spawn(reconcile(Arc::new(new.clone()), ctx));
+    expect_starting(&mut server, &new).await;
     let refusal = "deployments.apps \"test\" is forbidden: exceeded quota";
     refuse(
         &mut server,

@@ -293,6 +293,23 @@ pub async fn reconcile(object: Arc<Object>, ctx: Arc<Context>) -> Result<Action,
 
 /// Applies the Deployment, then reports its state.
 async fn apply(object: &Object, api: &Api<Object>, ctx: &Context) -> Result<Action, Error> {
+    if object
+        .status
+        .as_ref()
+        .is_none_or(|s| s.conditions.is_empty())
+    {
+        // A new Busybox shows at once that it is being reconciled, before the Deployment
+        // exists: `Available=Unknown`, until the state of the Deployment replaces it.
+        let starting = conditions::new(
+            "Available",
+            "Unknown",
+            "Reconciling",
+            "Starting reconciliation",
+            object.metadata.generation,
+        );
+        let owned = serde_json::json!({ "conditions": [starting] });
+        apply_status(api, &object.name_any(), NAME, owned).await?;
+    }
     let namespace = object.namespace().unwrap_or_default();
     let deployments: Api<appsv1::Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
     let desired = deployment(object);
