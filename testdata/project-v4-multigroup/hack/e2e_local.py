@@ -455,7 +455,9 @@ def condition(obj: dict | None, is_type) -> dict | None:
 async def reconciled(emulator, file, group, version, plural, namespace, name) -> None:
     def observed():
         obj = emulator.get(group, version, plural, namespace, name)
-        if obj and obj["metadata"].get("finalizers") and (obj.get("status") or {}).get("conditions"):
+        conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+        # A condition past the `Unknown` a kind that runs an image reports as it starts.
+        if obj and obj["metadata"].get("finalizers") and any(c["status"] != "Unknown" for c in conditions):
             return obj
         return None
     obj = await step(f"{file}: the controller adds its finalizer and reports conditions",

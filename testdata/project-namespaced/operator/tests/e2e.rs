@@ -11,8 +11,8 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 
-/// The labels of the manager's Deployment, whatever its name and namespace.
-const MANAGER: &str = "control-plane=controller-manager,app.kubernetes.io/name=ns-operator";
+/// The project's name: the `app.kubernetes.io/name` label of its objects.
+const PROJECT: &str = "ns-operator";
 
 #[tokio::test]
 #[ignore = "needs a cluster with the operator deployed: run `make test-e2e`"]
@@ -21,15 +21,17 @@ async fn the_manager_becomes_available() {
         .await
         .expect("a kubeconfig for the test cluster");
     let deployments: Api<Deployment> = Api::all(client);
+    // The labels of the manager's Deployment, whatever its name and namespace.
+    let manager = format!("control-plane=controller-manager,app.kubernetes.io/name={PROJECT}");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
     loop {
         let found = deployments
-            .list(&ListParams::default().labels(MANAGER))
+            .list(&ListParams::default().labels(&manager))
             .await
             .expect("a list of the manager's Deployments");
         assert!(
             found.items.len() <= 1,
-            "more than one Deployment is labelled {MANAGER}"
+            "more than one Deployment is labelled {manager}"
         );
         if let Some(deployment) = found.items.first() {
             let available = deployment
@@ -43,7 +45,7 @@ async fn the_manager_becomes_available() {
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "no Deployment labelled {MANAGER} is available after 3 minutes: {:?}",
+            "no Deployment labelled {manager} is available after 3 minutes: {:?}",
             found.items.iter().map(|d| d.name_any()).collect::<Vec<_>>()
         );
         tokio::time::sleep(Duration::from_secs(2)).await;
