@@ -225,10 +225,7 @@ fn older_project() -> Option<(Workspace, PathBuf)> {
     }
     let ws = Workspace::new("otp-operator");
     let older = ws.root().parent().unwrap().join("older-rsbuilder");
-    std::fs::write(&older, OLDER).unwrap();
-    let mut permissions = std::fs::metadata(&older).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&older, permissions).unwrap();
+    crate::support::write_executable(&older, OLDER);
     for args in [
         &["init", "--domain", "learn.com"][..],
         &[

@@ -53,10 +53,7 @@ fn make(ws: &Workspace, target: &str, env: &[(&str, &str)]) -> Option<Run> {
     std::fs::create_dir_all(&bin).unwrap();
     for tool in ["kind", "docker", "kubectl", "cargo", "rsbuilder"] {
         let path = bin.join(tool);
-        std::fs::write(&path, STANDIN).unwrap();
-        let mut permissions = std::fs::metadata(&path).unwrap().permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-        std::fs::set_permissions(&path, permissions).unwrap();
+        crate::support::write_executable(&path, STANDIN);
     }
     let log = ws.root().join("standins.log");
     let _ = std::fs::remove_file(&log);
@@ -414,22 +411,15 @@ fn run_webhooks_removes_its_configurations_when_the_manager_stops() {
     let ws = webhook_project();
     let log = ws.root().join("run.log");
     let kubectl = ws.root().join("kubectl-standin");
-    std::fs::write(
+    crate::support::write_executable(
         &kubectl,
         "#!/usr/bin/env bash\ncat > /dev/null\necho \"kubectl $1 $2\" >> \"$RUN_LOG\"\n",
-    )
-    .unwrap();
+    );
     let manager = ws.root().join("manager-standin");
-    std::fs::write(
+    crate::support::write_executable(
         &manager,
         "#!/usr/bin/env bash\ntrap 'echo \"manager stops on TERM\" >> \"$RUN_LOG\"; exit 0' TERM\necho \"manager $* ENABLE_WEBHOOKS=$ENABLE_WEBHOOKS\" >> \"$RUN_LOG\"\nwhile true; do sleep 0.05; done\n",
-    )
-    .unwrap();
-    for path in [&kubectl, &manager] {
-        let mut permissions = std::fs::metadata(path).unwrap().permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-        std::fs::set_permissions(path, permissions).unwrap();
-    }
+    );
     let mut child = Command::new("python3")
         .args([
             "hack/run_webhooks.py",

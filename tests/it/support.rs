@@ -146,3 +146,27 @@ pub fn assert_refused(ws: &Workspace, args: &[&str], error: &str, help: &str) {
     );
     assert_same_tree(&before, &ws.snapshot(), &format!("`{command}`"));
 }
+
+/// Writes an executable script at `path`.
+///
+/// The file is written by a `sh` child, never through a descriptor of this process: the tests
+/// run on many threads, and a descriptor open for writing here would be inherited by a child
+/// another thread forks at that moment, so executing the script could fail with "Text file
+/// busy" until that child execs.
+pub fn write_executable(path: &Path, text: &str) {
+    use std::io::Write;
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "cat > \"$1\" && chmod 755 \"$1\"", "sh"])
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("sh runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "could not write {}", path.display());
+}

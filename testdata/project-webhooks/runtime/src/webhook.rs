@@ -21,9 +21,11 @@
 //! - the defaulting patch is computed from the raw object and the defaulted object as JSON text,
 //!   parsing only the parts that differ ([`patch`]);
 //! - the bodies of the reviews in flight are bounded together (default
-//!   [`DEFAULT_MAX_IN_FLIGHT_BYTES`]), counted as their bytes arrive; a review past the bound is
-//!   answered `429 Too Many Requests` at once, and a body that takes longer than
-//!   [`BODY_READ_TIMEOUT`] to arrive `408`.
+//!   [`DEFAULT_MAX_IN_FLIGHT_BYTES`]), counted as their bytes arrive, so a client that announces
+//!   a body and sends nothing holds nothing. A review whose next bytes do not fit is answered
+//!   `429 Too Many Requests` at once and gives its bytes back, except the oldest review in
+//!   flight, which waits for them: the bound always lets one review through, however many
+//!   arrive together. A body that takes longer than [`BODY_READ_TIMEOUT`] to arrive gets `408`.
 //!
 //! [`Manager`]: crate::Manager
 
@@ -484,6 +486,7 @@ impl Webhooks {
         let limits = Limits {
             timeout: self.timeout,
             in_flight: Arc::new(Semaphore::new(self.max_in_flight_bytes)),
+            arrivals: Arc::default(),
         };
         let mut router = Router::new();
         for (path, handler) in &self.handlers {
@@ -745,6 +748,51 @@ struct Limits {
     timeout: Duration,
     /// One permit per byte of body in flight.
     in_flight: Arc<Semaphore>,
+    /// The requests in flight, in the order they arrived.
+    arrivals: Arc<Arrivals>,
+}
+
+/// The requests in flight by their ticket, so that the oldest one can be told.
+#[derive(Default)]
+struct Arrivals {
+    next: std::sync::atomic::AtomicU64,
+    in_flight: std::sync::Mutex<std::collections::BTreeSet<u64>>,
+}
+
+impl Arrivals {
+    fn arrive(self: &Arc<Self>) -> Ticket {
+        let number = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.lock().insert(number);
+        Ticket {
+            number,
+            arrivals: self.clone(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<u64>> {
+        // The set is consistent after any panic: each change is one insert or remove.
+        self.in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A request's place in [`Arrivals`], given up when the request ends.
+struct Ticket {
+    number: u64,
+    arrivals: Arc<Arrivals>,
+}
+
+impl Ticket {
+    fn is_oldest(&self) -> bool {
+        self.arrivals.lock().first() == Some(&self.number)
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.arrivals.lock().remove(&self.number);
+    }
 }
 
 /// An axum handler that checks the content type, reserves the body's size within the bound on
@@ -768,8 +816,9 @@ fn serve(
                 // The declared length is over the limit.
                 Err(_) => return too_large(),
             };
+            let ticket = limits.arrivals.arrive();
             let work = async {
-                let read = read_body(request.into_body(), declared, &limits.in_flight);
+                let read = read_body(request.into_body(), declared, &limits.in_flight, &ticket);
                 let (body, _reserved) = match tokio::time::timeout(BODY_READ_TIMEOUT, read).await {
                     Ok(Ok(read)) => read,
                     Ok(Err(BodyError::TooLarge)) => return too_large(),
@@ -876,6 +925,7 @@ async fn read_body(
     mut body: Body,
     declared: Option<usize>,
     in_flight: &Arc<Semaphore>,
+    ticket: &Ticket,
 ) -> Result<(Bytes, Option<OwnedSemaphorePermit>), BodyError> {
     let mut buffer = Vec::with_capacity(declared.unwrap_or(0).min(MAX_BODY_BYTES));
     let mut reserved: Option<OwnedSemaphorePermit> = None;
@@ -888,7 +938,17 @@ async fn read_body(
             return Err(BodyError::TooLarge);
         }
         let permits = u32::try_from(data.len()).unwrap_or(u32::MAX);
-        match in_flight.clone().try_acquire_many_owned(permits) {
+        let mut acquired = in_flight.clone().try_acquire_many_owned(permits);
+        if acquired.is_err() && ticket.is_oldest() {
+            // The others give their bytes back when theirs do not fit, and the bound holds a
+            // whole body, so the oldest review is never refused for want of bytes.
+            acquired = in_flight
+                .clone()
+                .acquire_many_owned(permits)
+                .await
+                .map_err(|_| tokio::sync::TryAcquireError::Closed);
+        }
+        match acquired {
             Ok(permit) => match &mut reserved {
                 Some(reserved) => reserved.merge(permit),
                 None => reserved = Some(permit),
@@ -2016,6 +2076,75 @@ pub(crate) mod tests {
             StatusCode::SERVICE_UNAVAILABLE,
             "the bytes were not given back"
         );
+    }
+
+    /// Two reviews whose bytes together pass the bound: the oldest waits for the bytes the other
+    /// gives back when its own next bytes do not fit, so one of them is always served.
+    #[tokio::test(start_paused = true)]
+    async fn the_oldest_review_waits_for_bytes_and_the_younger_is_refused() {
+        let mut webhooks = Webhooks::new();
+        webhooks
+            .max_in_flight_bytes(MAX_BODY_BYTES)
+            .validating("/validate", Rules);
+        let router = webhooks.router();
+        let body = |size: usize| {
+            let mut review = review::create(&app(1, "nginx"));
+            review["request"]["object"]["metadata"]["annotations"] =
+                serde_json::json!({"big": "x".repeat(size)});
+            serde_json::to_vec(&review).unwrap()
+        };
+        let send = |body: &[u8]| {
+            let (sender, receiver) =
+                futures::channel::mpsc::unbounded::<Result<Bytes, std::convert::Infallible>>();
+            let request = axum::http::Request::post("/validate")
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::CONTENT_LENGTH, body.len())
+                .body(Body::from_stream(receiver))
+                .unwrap();
+            (
+                sender,
+                tokio::spawn(Webhooks::send(router.clone(), request)),
+            )
+        };
+        let settle = || tokio::time::sleep(Duration::from_millis(1));
+        // Twice: a request that ended is no longer the oldest.
+        for _ in 0..2 {
+            let (older_body, younger_body) = (body(6 * 1024 * 1024), body(5 * 1024 * 1024));
+            let (older, older_answer) = send(&older_body);
+            settle().await;
+            let (younger, younger_answer) = send(&younger_body);
+            settle().await;
+            // 4 MiB and 3 MiB: the bound is full.
+            let (older_first, older_rest) = older_body.split_at(4 * 1024 * 1024);
+            let (younger_first, younger_rest) = younger_body.split_at(3 * 1024 * 1024);
+            older
+                .unbounded_send(Ok(Bytes::copy_from_slice(older_first)))
+                .unwrap();
+            settle().await;
+            younger
+                .unbounded_send(Ok(Bytes::copy_from_slice(younger_first)))
+                .unwrap();
+            settle().await;
+            // The older review's rest does not fit: it waits, and is not refused.
+            older
+                .unbounded_send(Ok(Bytes::copy_from_slice(older_rest)))
+                .unwrap();
+            older.close_channel();
+            settle().await;
+            assert!(
+                !older_answer.is_finished(),
+                "the oldest review was answered"
+            );
+            // The younger's next bytes do not fit: it is refused and gives its 3 MiB back.
+            younger
+                .unbounded_send(Ok(Bytes::copy_from_slice(younger_rest)))
+                .unwrap();
+            younger.close_channel();
+            let younger_answer = within(younger_answer).await.unwrap();
+            assert_eq!(younger_answer.status(), StatusCode::TOO_MANY_REQUESTS);
+            let older_answer = within(older_answer).await.unwrap();
+            assert_eq!(older_answer.status(), StatusCode::OK);
+        }
     }
 
     /// Pins that bytes are counted as they arrive: clients that announce the largest bodies
