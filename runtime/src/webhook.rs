@@ -55,6 +55,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+pub mod certs;
 mod patch;
 
 /// The port webhooks are served on unless `--webhook-port` says otherwise.
@@ -149,6 +150,8 @@ type Convert = Arc<dyn Fn(&RawValue) -> anyhow::Result<Box<RawValue>> + Send + S
 pub struct Conversion {
     group: String,
     kind: String,
+    /// The CRD's name, `<plural>.<group>`.
+    crd: String,
     hub: String,
     /// Per spoke version: (to hub, from hub).
     spokes: BTreeMap<String, (Convert, Convert)>,
@@ -180,6 +183,7 @@ impl Conversion {
         Self {
             group: H::group(&()).into_owned(),
             kind: H::kind(&()).into_owned(),
+            crd: format!("{}.{}", H::plural(&()), H::group(&())),
             hub: H::version(&()).into_owned(),
             spokes: BTreeMap::new(),
         }
@@ -335,6 +339,14 @@ impl Webhooks {
     /// Whether nothing is registered.
     pub fn is_empty(&self) -> bool {
         self.handlers.is_empty() && self.conversions.is_empty()
+    }
+
+    /// The names of the CRDs converted at [`CONVERT_PATH`], `<plural>.<group>`.
+    pub fn converted_crds(&self) -> Vec<String> {
+        self.conversions
+            .values()
+            .map(|conversion| conversion.crd.clone())
+            .collect()
     }
 
     /// The paths served, in order.

@@ -820,6 +820,172 @@ fn every_dns_name_follows_the_namespace_and_name_prefix_of_config_default() {
     assert_eq!(injected, ["shop/blue-serving-cert"; 3], "{yaml}");
 }
 
+/// config/webhook-self-certs is config/default without cert-manager, under any namespace and
+/// name prefix: no cert-manager object or annotation, the manager told its Service's final name
+/// and given a writable certificate directory, and the certificate manager's permissions bound
+/// to its ServiceAccount in its namespace, the Secrets' only there.
+#[test]
+fn the_self_managed_certificate_overlay_drops_cert_manager_and_follows_config_default() {
+    let ws = project();
+    webhook(
+        &ws,
+        &format!("{APPLICATION} --defaulting --programmatic-validation"),
+    )
+    .success();
+    webhook(
+        &ws,
+        "--group example --version v1 --kind Cache --conversion --spoke v2",
+    )
+    .success();
+    let default = ws.read("config/default/kustomization.yaml");
+    ws.write(
+        "config/default/kustomization.yaml",
+        &default
+            .replacen("namespace: myoperator-system\n", "namespace: shop\n", 1)
+            .replacen("namePrefix: myoperator-\n", "namePrefix: blue-\n", 1),
+    );
+    let (Some(with_cert_manager), Some(yaml)) = (
+        kustomize(&ws, "config/default"),
+        kustomize(&ws, "config/webhook-self-certs"),
+    ) else {
+        return;
+    };
+    let parse = |yaml: &str| -> Vec<serde_yaml::Value> {
+        serde_yaml::Deserializer::from_str(yaml)
+            .map(|document| serde::Deserialize::deserialize(document).unwrap())
+            .collect()
+    };
+    let (base, objects) = (parse(&with_cert_manager), parse(&yaml));
+    assert!(!yaml.contains("cert-manager"), "{yaml}");
+    assert!(!yaml.contains("myoperator-system"), "{yaml}");
+    // Every object of config/default but cert-manager's is there, and four RBAC objects more.
+    let id = |o: &serde_yaml::Value| {
+        format!(
+            "{} {}",
+            o["kind"].as_str().unwrap(),
+            o["metadata"]["name"].as_str().unwrap()
+        )
+    };
+    let kept: Vec<String> = base
+        .iter()
+        .filter(|o| {
+            !o["apiVersion"]
+                .as_str()
+                .unwrap()
+                .starts_with("cert-manager.io/")
+        })
+        .map(id)
+        .collect();
+    assert_eq!(kept.len() + 3, base.len(), "an Issuer and two Certificates");
+    let mut expected = kept;
+    expected.extend(
+        [
+            "ClusterRole blue-webhook-certs-role",
+            "ClusterRoleBinding blue-webhook-certs-rolebinding",
+            "Role myoperator-webhook-certs-role",
+            "RoleBinding myoperator-webhook-certs-rolebinding",
+        ]
+        .map(str::to_owned),
+    );
+    let mut found: Vec<String> = objects.iter().map(id).collect();
+    found.sort();
+    // The overlay's own RBAC takes the project's name as its prefix.
+    let expected: Vec<String> = {
+        let mut names: Vec<String> = expected
+            .into_iter()
+            .map(|name| name.replace("blue-webhook-certs", "myoperator-webhook-certs"))
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(found, expected);
+
+    let named = |kind: &str, name: &str| {
+        objects
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name} in:\n{yaml}"))
+    };
+    let deployment = named("Deployment", "blue-controller-manager");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let manager = &pod["containers"][0];
+    let env = |name: &str| {
+        manager["env"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {manager:?}"))
+            .clone()
+    };
+    assert_eq!(env("WEBHOOK_CERT_SECRET")["value"], "webhook-server-cert");
+    assert_eq!(env("WEBHOOK_SERVICE_NAME")["value"], "blue-webhook-service");
+    named("Service", "blue-webhook-service");
+    assert_eq!(
+        env("POD_NAMESPACE")["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.namespace"
+    );
+    let volume = pod["volumes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "webhook-certs")
+        .unwrap();
+    let expected_volume: serde_yaml::Value =
+        serde_yaml::from_str("{name: webhook-certs, emptyDir: {}}").unwrap();
+    assert_eq!(volume, &expected_volume);
+    let mount = manager["volumeMounts"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "webhook-certs")
+        .unwrap();
+    assert_eq!(mount["mountPath"], "/tmp/k8s-webhook-server/serving-certs");
+    assert_eq!(mount["readOnly"], false);
+    assert!(
+        manager["args"]
+            .as_sequence()
+            .unwrap()
+            .contains(&"--webhook-cert-path=/tmp/k8s-webhook-server/serving-certs".into())
+    );
+
+    let subject: serde_yaml::Value = serde_yaml::from_str(
+        "[{kind: ServiceAccount, name: blue-controller-manager, namespace: shop}]",
+    )
+    .unwrap();
+    let cluster_binding = named("ClusterRoleBinding", "myoperator-webhook-certs-rolebinding");
+    assert_eq!(cluster_binding["subjects"], subject);
+    assert_eq!(
+        cluster_binding["roleRef"]["name"],
+        "myoperator-webhook-certs-role"
+    );
+    let binding = named("RoleBinding", "myoperator-webhook-certs-rolebinding");
+    assert_eq!(binding["metadata"]["namespace"], "shop");
+    assert_eq!(binding["subjects"], subject);
+    assert_eq!(binding["roleRef"]["kind"], "Role");
+    let role = named("Role", "myoperator-webhook-certs-role");
+    assert_eq!(role["metadata"]["namespace"], "shop");
+    let rules: serde_yaml::Value = serde_yaml::from_str(
+        "[{apiGroups: [''], resources: [secrets], verbs: [create, get, update]}]",
+    )
+    .unwrap();
+    assert_eq!(role["rules"], rules);
+    let cluster_role = named("ClusterRole", "myoperator-webhook-certs-role");
+    assert!(
+        !serde_yaml::to_string(&cluster_role["rules"])
+            .unwrap()
+            .contains("secrets"),
+        "Secrets only in the manager's namespace"
+    );
+    // The conversion webhook's CRD and the webhook configurations still call the Service, so
+    // the manager finds them.
+    let crd = named("CustomResourceDefinition", "caches.example.example.com");
+    assert_eq!(
+        crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["name"],
+        "blue-webhook-service"
+    );
+}
+
 /// A project made before Kubernetes' kinds had `k8s_<group>` modules keeps their webhooks in
 /// `webhooks/<group>/`: a webhook added to such a kind goes into that module, never into a
 /// second one that would register the kind's paths twice.

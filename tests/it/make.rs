@@ -241,6 +241,38 @@ fn test_e2e_installs_cert_manager_for_webhooks_and_deletes_its_cluster_when_test
     );
 }
 
+/// `DEPLOY_CONFIG=config/webhook-self-certs`: no cert-manager is installed, and what `make
+/// deploy` applies is that overlay's build, whose manager makes its own webhook certificate.
+#[test]
+fn test_e2e_with_self_managed_webhook_certificates_installs_no_cert_manager() {
+    let ws = project(true);
+    let Some(run) = make(
+        &ws,
+        "test-e2e",
+        &[("DEPLOY_CONFIG", "config/webhook-self-certs")],
+    ) else {
+        return;
+    };
+    assert!(run.success, "{}", run.output);
+    let expected: Vec<String> = steps(&[], TESTS)
+        .into_iter()
+        .map(|step| step.replace("config/default", "config/webhook-self-certs"))
+        .collect();
+    assert_eq!(run.steps, expected, "{}", run.output);
+    assert!(run.output.contains(
+        "config/webhook-self-certs makes its own webhook certificate: cert-manager is not installed"
+    ));
+    let overlay = built(ws.root(), "config/webhook-self-certs");
+    assert!(!overlay.contains("cert-manager") && overlay.contains("WEBHOOK_CERT_SECRET"));
+    assert_eq!(
+        run.applied[1],
+        overlay.replace(
+            "image: controller:latest\n",
+            "image: example.com/shop-operator:v0.0.1\n"
+        )
+    );
+}
+
 /// Whether python3 with PyYAML and openssl run here; a failure under
 /// `RSBUILDER_REQUIRE_E2E_LOCAL=1`, as in CI.
 fn python_with_yaml() -> bool {

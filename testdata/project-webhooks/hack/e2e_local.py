@@ -14,6 +14,10 @@ wait:
 - the webhooks answer AdmissionReviews and ConversionReviews over HTTPS, with a certificate
   the test makes, as the API server expects (e2e_webhooks.py says what is checked), and neither
   the webhook port nor the metrics port speaks HTTP/2 unless `--enable-http2` says so;
+- with the webhook certificate made by the manager (`config/webhook-self-certs`), two replicas
+  started at once keep one CA and serving certificate in one Secret, both serve it, it
+  verifies for the webhook Service's name against the CA bundle that they set in every webhook
+  configuration and converted CRD calling that Service, and a bundle edited away is set again;
 - deleting a sample runs the controller's cleanup: the finalizer goes, and so does the object;
 - SIGTERM stops the manager cleanly (exit 0) and releases the Lease.
 
@@ -32,12 +36,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import copy
 import json
 import os
 import pathlib
 import signal
 import socket
+import ssl
 import sys
 import tempfile
 
@@ -258,6 +264,9 @@ async def run_checks(emulator, client, project, project_dir, manager, ports: Por
                e2e_webhooks.check_webhooks(ports.webhook, ports.ca, project_dir, emulator, samples_by_kind,
                                            NAMESPACE))
     await step("HTTP/2 only with --enable-http2", check_http2(manager_bin, base_env, tmp, ports))
+    if (project_dir / "config/webhook-self-certs").is_dir():
+        await step("webhook certificates without cert-manager, made and shared by the replicas",
+                   check_self_managed_certs(emulator, client, project_dir, manager_bin, base_env, tmp))
 
     for file, group, version, plural, namespace, name, path in samples:
         async with client.delete(f"{path}/{name}") as r:
@@ -284,6 +293,103 @@ RETRY = 0.5
 ELECTION_FLAGS = ["--leader-elect-lease-duration", f"{int(LEASE * 1000)}ms",
                   "--leader-elect-renew-deadline", f"{int(RENEW_DEADLINE * 1000)}ms",
                   "--leader-elect-retry-period", f"{int(RETRY * 1000)}ms"]
+
+
+SELF_CERT_SECRET = "webhook-server-cert"
+SELF_CERT_SERVICE = "webhook-service"
+
+
+async def served_certificate(port: int, bundle: str) -> bytes:
+    """The certificate the webhook port presents, verified against `bundle` for the Service's
+    name as the API server verifies it; raises while the port is not up or does not verify."""
+    context = ssl.create_default_context(cadata=bundle)
+    _, writer = await asyncio.wait_for(asyncio.open_connection(
+        "127.0.0.1", port, ssl=context, server_hostname=f"{SELF_CERT_SERVICE}.{NAMESPACE}.svc"), 10)
+    try:
+        return writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    finally:
+        writer.close()
+
+
+def bundles(emulator, converted: list[str]) -> list[str | None]:
+    """The caBundle of every webhook configuration's webhook and converted CRD."""
+    found = []
+    for plural in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"):
+        for configuration in emulator.list("admissionregistration.k8s.io", "v1", plural):
+            found += [hook["clientConfig"].get("caBundle") for hook in configuration.get("webhooks", [])]
+    for name in converted:
+        crd = emulator.get("apiextensions.k8s.io", "v1", "customresourcedefinitions", None, name)
+        found.append(crd["spec"]["conversion"]["webhook"]["clientConfig"].get("caBundle"))
+    return found
+
+
+async def check_self_managed_certs(emulator, client, project_dir: pathlib.Path, manager: str, base_env: dict,
+                                   tmp: pathlib.Path) -> None:
+    manifests = project_dir / "config/webhook/manifests.yaml"
+    for configuration in yaml.safe_load_all(manifests.read_text()):
+        if not configuration:
+            continue
+        for hook in configuration.get("webhooks", []):
+            hook["clientConfig"]["service"].update(name=SELF_CERT_SERVICE, namespace=NAMESPACE)
+        plural = configuration["kind"].lower() + "s"
+        async with client.post(f"/apis/admissionregistration.k8s.io/v1/{plural}", json=configuration) as r:
+            assert r.status == 201, (plural, r.status, await r.text())
+    converted = [crd["metadata"]["name"] for crd in e2e_webhooks.conversion_crds(project_dir)]
+    for name in converted:
+        conversion = {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {
+            "service": {"name": SELF_CERT_SERVICE, "namespace": NAMESPACE, "path": "/convert"}}}}
+        async with client.patch(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",
+                                json={"spec": {"conversion": conversion}},
+                                headers={"Content-Type": "application/merge-patch+json"}) as r:
+            assert r.status == 200, (name, r.status, await r.text())
+    assert bundles(emulator, converted), "no webhook configuration or converted CRD to give a CA bundle"
+    assert all(bundle is None for bundle in bundles(emulator, converted))
+
+    env = {**base_env, "ENABLE_WEBHOOKS": "true", "WEBHOOK_CERT_SECRET": SELF_CERT_SECRET,
+           "WEBHOOK_SERVICE_NAME": SELF_CERT_SERVICE, "POD_NAMESPACE": NAMESPACE}
+    ports = {name: free_port() for name in ("certs-a", "certs-b")}
+    replicas = await asyncio.gather(*(
+        Replica.start(name, manager, env, tmp, "--webhook-cert-path", str(tmp / name), "--webhook-port", str(port),
+                      "--webhook-cert-check-interval", "500ms")
+        for name, port in ports.items()))
+    try:
+        secret = await emulator.wait_for(lambda: emulator.get("", "v1", "secrets", NAMESPACE, SELF_CERT_SECRET),
+                                         TIMEOUT, f"the Secret {SELF_CERT_SECRET}")
+        bundle = base64.b64decode(secret["data"]["ca.crt"]).decode()
+        serving = ssl.PEM_cert_to_DER_cert(base64.b64decode(secret["data"]["tls.crt"]).decode())
+        loop = asyncio.get_running_loop()
+        for replica, port in zip(replicas, ports.values()):
+            deadline = loop.time() + TIMEOUT
+            while True:
+                assert replica.process.returncode is None, f"{replica.name} exited with {replica.process.returncode}"
+                try:
+                    served = await served_certificate(port, bundle)
+                    break
+                except (OSError, asyncio.TimeoutError) as error:
+                    assert loop.time() < deadline, f"not within {TIMEOUT} s: {replica.name}'s webhook port: {error}"
+                    await asyncio.sleep(0.2)
+            assert served == serving, f"{replica.name} serves another certificate than the Secret's"
+        secrets = emulator.list("", "v1", "secrets")
+        assert [s["metadata"]["name"] for s in secrets] == [SELF_CERT_SECRET], secrets
+        assert "PRIVATE KEY" not in bundle, "the CA bundle holds a key"
+        assert bundles(emulator, converted) == [secret["data"]["ca.crt"]] * len(bundles(emulator, converted))
+
+        # Someone applies the first configuration again, without its caBundle.
+        for plural in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"):
+            for configuration in emulator.list("admissionregistration.k8s.io", "v1", plural):
+                path = f"/apis/admissionregistration.k8s.io/v1/{plural}/{configuration['metadata']['name']}"
+                remove = [{"op": "remove", "path": "/webhooks/0/clientConfig/caBundle"}]
+                async with client.patch(path, json=remove, headers={"Content-Type": "application/json-patch+json"}) as r:
+                    assert r.status == 200, (path, r.status, await r.text())
+                break
+        await emulator.wait_for(lambda: bundles(emulator, converted) == [secret["data"]["ca.crt"]] * len(
+            bundles(emulator, converted)), TIMEOUT, "the CA bundle that was edited away, set again")
+        assert emulator.get("", "v1", "secrets", NAMESPACE, SELF_CERT_SECRET) == secret, "the Secret changed"
+    finally:
+        for replica in replicas:
+            await replica.stop()
+    print(f"   two replicas serve one certificate from the Secret {SELF_CERT_SECRET}; its CA is the caBundle of "
+          f"{len(bundles(emulator, converted))} webhooks and converted CRDs, and is set again when edited away")
 
 
 class Replica:

@@ -106,6 +106,27 @@ pub struct ManagerArgs {
     #[arg(long, default_value = "tls.key")]
     pub webhook_cert_key: String,
 
+    /// Make and rotate the webhook serving certificate without cert-manager, kept in this
+    /// Secret of the manager's namespace, and set its CA in the webhook configurations and
+    /// converted CRDs that call `--webhook-service-name` (`config/webhook-self-certs`).
+    #[arg(long, env = "WEBHOOK_CERT_SECRET", requires_all = ["webhook_service_name", "webhook_service_namespace"])]
+    pub webhook_cert_secret: Option<String>,
+
+    /// How often the manager checks the certificate of `--webhook-cert-secret` and the CA
+    /// bundles it set: it renews the certificate 90 days before expiry, and sets a bundle
+    /// someone edited away again.
+    #[arg(long, default_value = "1m", value_parser = parse_duration)]
+    pub webhook_cert_check_interval: Duration,
+
+    /// The webhook Service's name, for `--webhook-cert-secret`.
+    #[arg(long, env = "WEBHOOK_SERVICE_NAME")]
+    pub webhook_service_name: Option<String>,
+
+    /// The webhook Service's namespace, and the Secret's, for `--webhook-cert-secret`: the
+    /// manager's own.
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub webhook_service_namespace: Option<String>,
+
     /// Serve HTTP/2 on the HTTPS endpoints. Off by default: HTTP/2 is exposed to the
     /// "rapid reset" (CVE-2023-44487) and "stream cancellation" attacks. When off, the servers
     /// speak HTTP/1.1 only, whatever the client offers.
@@ -483,6 +504,37 @@ pub(crate) mod tests {
         assert!(args.leader_elect);
         assert!(!args.metrics_secure);
         assert!(args.enable_http2);
+    }
+
+    #[test]
+    fn self_managed_webhook_certificates_need_the_service_and_its_namespace() {
+        let args = parse(&[
+            "--webhook-cert-secret=webhook-server-cert",
+            "--webhook-service-name=my-operator-webhook-service",
+            "--webhook-service-namespace=operators",
+        ]);
+        assert_eq!(
+            args.webhook_cert_secret.as_deref(),
+            Some("webhook-server-cert")
+        );
+        assert_eq!(args.webhook_cert_check_interval, Duration::from_secs(60));
+        assert!(parse(&[]).webhook_cert_secret.is_none());
+        for missing in [
+            "--webhook-service-name=my-operator-webhook-service",
+            "--webhook-service-namespace=operators",
+        ] {
+            let Err(error) = Cli::try_parse_from([
+                "manager",
+                "--webhook-cert-secret=webhook-server-cert",
+                missing,
+            ]) else {
+                panic!("--webhook-cert-secret with only {missing} was taken");
+            };
+            assert_eq!(
+                error.kind(),
+                clap::error::ErrorKind::MissingRequiredArgument
+            );
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::metrics::{self, Authorizer, Metrics};
 use crate::server::{self, ServeOptions};
 use crate::tls::{self, CertResolver, CertSource};
 use crate::webhook::Webhooks;
+use crate::webhook::certs::SelfManagedCerts;
 
 /// How long controllers get to stop after shutdown begins (controller-runtime's default
 /// `GracefulShutdownTimeout`); a leader's Lease is renewed meanwhile.
@@ -302,6 +303,30 @@ impl Manager {
         Ok(servers)
     }
 
+    /// The manager of the webhook certificate when `--webhook-cert-secret` is set.
+    fn self_managed_certs(&self) -> Option<SelfManagedCerts> {
+        let args = &self.args;
+        let (Some(secret), Some(service), Some(namespace)) = (
+            &args.webhook_cert_secret,
+            &args.webhook_service_name,
+            &args.webhook_service_namespace,
+        ) else {
+            return None;
+        };
+        Some(
+            SelfManagedCerts::new(
+                self.client.clone(),
+                namespace,
+                secret,
+                service,
+                &args.webhook_cert_path,
+            )
+            .file_names(&args.webhook_cert_name, &args.webhook_cert_key)
+            .interval(args.webhook_cert_check_interval)
+            .crds(self.webhooks.converted_crds()),
+        )
+    }
+
     /// Binds the webhook port with the certificate of `--webhook-cert-path`; the readiness
     /// check `webhook` passes once the server listens.
     async fn start_webhook_server(
@@ -310,6 +335,13 @@ impl Manager {
         shutdown: &CancellationToken,
     ) -> anyhow::Result<()> {
         let ready = self.health.readiness_check("webhook");
+        let certs = self.self_managed_certs();
+        if let Some(certs) = &certs {
+            certs
+                .check()
+                .await
+                .context("failed to set up the webhook serving certificate")?;
+        }
         let source = CertSource::from_flags(
             Some(&self.args.webhook_cert_path),
             &self.args.webhook_cert_name,
@@ -329,6 +361,9 @@ impl Manager {
                 .clone()
                 .reload_on_change(tls::RELOAD_INTERVAL, shutdown.clone()),
         );
+        if let Some(certs) = certs {
+            tokio::spawn(certs.run(resolver.clone(), shutdown.clone()));
+        }
         tracing::info!(%addr, paths = ?self.webhooks.paths(), "serving webhooks over HTTPS");
         servers.spawn(server::serve(
             listener,

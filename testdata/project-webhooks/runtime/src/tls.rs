@@ -172,28 +172,30 @@ impl CertResolver {
                 () = shutdown.cancelled() => return,
                 () = tokio::time::sleep(interval) => {}
             }
-            // Files that cannot be read now (a Secret being swapped) are read at the next check.
-            let Some(now) = self.source.fingerprint() else {
-                continue;
-            };
-            if self
-                .loaded
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .as_ref()
-                == Some(&now)
-            {
-                continue;
-            }
-            match self.reload() {
-                Ok(()) => {
-                    tracing::info!(source = %self.source, "reloaded the TLS certificate");
-                }
-                Err(error) => {
-                    tracing::warn!(source = %self.source, "keeping the previous TLS certificate: {error:#}")
-                }
+            if let Err(error) = self.reload_if_changed() {
+                tracing::warn!(source = %self.source, "keeping the previous TLS certificate: {error:#}");
             }
         }
+    }
+
+    /// Loads the files again when their bytes changed; whether they did. Files that cannot be
+    /// read now (a Secret being swapped) count as unchanged, to be read at the next check.
+    pub fn reload_if_changed(&self) -> anyhow::Result<bool> {
+        let Some(now) = self.source.fingerprint() else {
+            return Ok(false);
+        };
+        if self
+            .loaded
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            == Some(&now)
+        {
+            return Ok(false);
+        }
+        self.reload()?;
+        tracing::info!(source = %self.source, "reloaded the TLS certificate");
+        Ok(true)
     }
 
     /// The rustls configuration of a server presenting this certificate. ALPN offers `h2` only

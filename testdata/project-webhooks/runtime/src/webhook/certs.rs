@@ -1,0 +1,1198 @@
+//! Webhook serving certificates without cert-manager.
+//!
+//! With `--webhook-cert-secret`, every replica runs [`SelfManagedCerts`], which
+//! - keeps a CA bundle, a serving certificate for the webhook Service and its key in one Secret
+//!   of the manager's namespace. The first replica to find the Secret missing creates it; a
+//!   second replica's create gets `409` and it reads the first one's. Every rotation replaces
+//!   the Secret with its `resourceVersion`, so two replicas that rotate at once agree on one;
+//! - writes them into `--webhook-cert-path`, where the webhook server's [`CertResolver`] reloads
+//!   them for new connections, without a restart;
+//! - sets that bundle as the `caBundle` of every webhook of the cluster's webhook
+//!   configurations whose `clientConfig.service` is the webhook Service, and of the conversion
+//!   webhook of the project's converted CRDs, and sets it again when someone edits it away;
+//! - makes a new CA and certificate when the certificate would not verify [`renew_before`]
+//!   from now (or now): expiring, for other DNS names, not matching its key, or not PEM. The
+//!   bundle keeps the previous CA next to the new one, so that a replica still serving the
+//!   previous certificate is trusted until it reloads.
+//!
+//! The CA's private key is never stored: it signs the serving certificate and is dropped, so
+//! the Secret cannot mint other certificates. Everything is checked again every
+//! [`CHECK_INTERVAL`].
+//!
+//! The manager needs these permissions, which `config/webhook-self-certs` grants: `get`,
+//! `create` and `update` on Secrets in its namespace; `list` and `patch` on
+//! validatingwebhookconfigurations and mutatingwebhookconfigurations; `get` and `patch` on
+//! customresourcedefinitions.
+//!
+//! [`renew_before`]: SelfManagedCerts::validity
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context as _;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ServiceReference, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use rustls::RootCertStore;
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::ServerCertVerifier as _;
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::tls::CertResolver;
+
+/// How often the Secret, the files and the CA bundles are checked.
+pub const CHECK_INTERVAL: Duration = Duration::from_secs(60);
+
+/// How long a generated CA and serving certificate are valid.
+pub const VALIDITY: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+/// How long before it expires a certificate is replaced.
+pub const RENEW_BEFORE: Duration = Duration::from_secs(90 * 24 * 60 * 60);
+
+/// How long one check may take, its requests to the API server together.
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Certificates are valid from this long before they are made, for replicas whose clocks lag.
+const BACKDATE: Duration = Duration::from_secs(60 * 60);
+
+/// The Secret's keys: the serving certificate, its key, and the CA bundle.
+const TLS_CRT: &str = "tls.crt";
+const TLS_KEY: &str = "tls.key";
+const CA_CRT: &str = "ca.crt";
+
+/// A clock, replaced in tests.
+type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+
+/// What the webhook server presents, and what clients trust: PEM text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Material {
+    /// The serving certificate.
+    pub cert: String,
+    /// Its private key.
+    pub key: String,
+    /// The CA certificates that clients trust, the current one first.
+    pub bundle: String,
+}
+
+impl Material {
+    fn from_secret(secret: &Secret) -> Option<Self> {
+        let data = secret.data.as_ref()?;
+        let text = |key: &str| String::from_utf8(data.get(key)?.0.clone()).ok();
+        Some(Self {
+            cert: text(TLS_CRT)?,
+            key: text(TLS_KEY)?,
+            bundle: text(CA_CRT)?,
+        })
+    }
+
+    fn data(&self) -> std::collections::BTreeMap<String, ByteString> {
+        [
+            (TLS_CRT, &self.cert),
+            (TLS_KEY, &self.key),
+            (CA_CRT, &self.bundle),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), ByteString(value.as_bytes().to_vec())))
+        .collect()
+    }
+
+    /// The first certificate of the bundle: the CA that signed the current certificate.
+    fn current_ca(&self) -> Option<CertificateDer<'static>> {
+        CertificateDer::pem_slice_iter(self.bundle.as_bytes())
+            .next()?
+            .ok()
+    }
+}
+
+/// Keeps the webhook server's certificate in a Secret and its CA in the cluster's webhook
+/// configurations and converted CRDs (see the [module](self)).
+pub struct SelfManagedCerts {
+    client: Client,
+    namespace: String,
+    secret: String,
+    service: String,
+    crds: Vec<String>,
+    dir: PathBuf,
+    cert_name: String,
+    key_name: String,
+    validity: Duration,
+    renew_before: Duration,
+    interval: Duration,
+    clock: Clock,
+}
+
+impl std::fmt::Debug for SelfManagedCerts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SelfManagedCerts")
+            .field("namespace", &self.namespace)
+            .field("secret", &self.secret)
+            .field("service", &self.service)
+            .field("crds", &self.crds)
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SelfManagedCerts {
+    /// Certificates for the Service `service` of `namespace`, kept in the Secret `secret` of
+    /// that namespace, written into `dir` as `tls.crt` and `tls.key`.
+    pub fn new(
+        client: Client,
+        namespace: impl Into<String>,
+        secret: impl Into<String>,
+        service: impl Into<String>,
+        dir: impl Into<PathBuf>,
+    ) -> Self {
+        Self {
+            client,
+            namespace: namespace.into(),
+            secret: secret.into(),
+            service: service.into(),
+            crds: Vec::new(),
+            dir: dir.into(),
+            cert_name: TLS_CRT.to_owned(),
+            key_name: TLS_KEY.to_owned(),
+            validity: VALIDITY,
+            renew_before: RENEW_BEFORE,
+            interval: CHECK_INTERVAL,
+            clock: Arc::new(SystemTime::now),
+        }
+    }
+
+    /// The file names inside the directory (`--webhook-cert-name`, `--webhook-cert-key`).
+    pub fn file_names(mut self, cert: impl Into<String>, key: impl Into<String>) -> Self {
+        self.cert_name = cert.into();
+        self.key_name = key.into();
+        self
+    }
+
+    /// The CRDs (`<plural>.<group>`) whose conversion webhook gets the CA bundle.
+    pub fn crds(mut self, crds: impl IntoIterator<Item = String>) -> Self {
+        self.crds = crds.into_iter().collect();
+        self
+    }
+
+    /// How long certificates are valid, and how long before expiry they are replaced
+    /// (defaults [`VALIDITY`] and [`RENEW_BEFORE`]).
+    pub fn validity(mut self, validity: Duration, renew_before: Duration) -> Self {
+        assert!(
+            renew_before < validity,
+            "certificates must be renewed before they expire"
+        );
+        self.validity = validity;
+        self.renew_before = renew_before;
+        self
+    }
+
+    /// How often everything is checked (default [`CHECK_INTERVAL`]).
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+
+    #[cfg(test)]
+    fn clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The names clients reach the Service by, as cert-manager's Certificate lists them.
+    pub fn dns_names(&self) -> Vec<String> {
+        let (service, namespace) = (&self.service, &self.namespace);
+        vec![
+            format!("{service}.{namespace}.svc"),
+            format!("{service}.{namespace}.svc.cluster.local"),
+        ]
+    }
+
+    /// One check: the Secret, the files, the CA bundles. Returns what is served.
+    pub async fn check(&self) -> anyhow::Result<Material> {
+        tokio::time::timeout(CHECK_TIMEOUT, async {
+            let material = self.ensure_secret().await?;
+            self.write_files(&material)?;
+            self.inject(&material.bundle).await?;
+            Ok(material)
+        })
+        .await
+        .with_context(|| {
+            format!("checking the webhook certificate took longer than {CHECK_TIMEOUT:?}")
+        })?
+    }
+
+    /// Checks every interval until `shutdown`; reloads `resolver` when the files change. A
+    /// failed check is logged and tried again at the next.
+    pub async fn run(self, resolver: Arc<CertResolver>, shutdown: CancellationToken) {
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(self.interval) => {}
+            }
+            match self.check().await {
+                Ok(_) => {
+                    if let Err(error) = resolver.reload_if_changed() {
+                        tracing::warn!("keeping the previous webhook certificate: {error:#}");
+                    }
+                }
+                Err(error) => tracing::warn!("{error:#}"),
+            }
+        }
+    }
+
+    fn now(&self) -> SystemTime {
+        (self.clock)()
+    }
+
+    /// The Secret's certificate when it is usable; else a new one, created or replaced.
+    async fn ensure_secret(&self) -> anyhow::Result<Material> {
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
+        let what = || format!("Secret {}/{}", self.namespace, self.secret);
+        // Each conflict means another replica wrote a usable certificate, which the next
+        // round reads; three in a row are a fight that is better retried later.
+        for _ in 0..3 {
+            let Some(mut secret) = api
+                .get_opt(&self.secret)
+                .await
+                .with_context(|| format!("failed to read the {}", what()))?
+            else {
+                let material = self.generate(None)?;
+                let secret = Secret {
+                    metadata: ObjectMeta {
+                        name: Some(self.secret.clone()),
+                        namespace: Some(self.namespace.clone()),
+                        labels: Some(
+                            [(
+                                "app.kubernetes.io/managed-by".to_owned(),
+                                "rsbuilder-runtime".to_owned(),
+                            )]
+                            .into(),
+                        ),
+                        ..ObjectMeta::default()
+                    },
+                    type_: Some("kubernetes.io/tls".to_owned()),
+                    data: Some(material.data()),
+                    ..Secret::default()
+                };
+                match api.create(&PostParams::default(), &secret).await {
+                    Ok(_) => {
+                        tracing::info!(secret = %what(), "made the webhook serving certificate");
+                        return Ok(material);
+                    }
+                    Err(kube::Error::Api(status)) if status.code == 409 => continue,
+                    Err(error) => {
+                        return Err(error)
+                            .with_context(|| format!("failed to create the {}", what()));
+                    }
+                }
+            };
+            let found = Material::from_secret(&secret);
+            if let Some(found) = found.as_ref().filter(|found| self.usable(found)) {
+                return Ok(found.clone());
+            }
+            let material = self.generate(found.as_ref())?;
+            // The update carries the resourceVersion that was read.
+            secret.data = Some(material.data());
+            match api
+                .replace(&self.secret, &PostParams::default(), &secret)
+                .await
+            {
+                Ok(_) => {
+                    tracing::info!(secret = %what(), "renewed the webhook serving certificate");
+                    return Ok(material);
+                }
+                Err(kube::Error::Api(status)) if status.code == 409 => {}
+                Err(error) => {
+                    return Err(error).with_context(|| format!("failed to update the {}", what()));
+                }
+            }
+        }
+        anyhow::bail!("the {} changed under every attempt to update it", what())
+    }
+
+    /// Whether `material` verifies against its bundle, for the Service's name, with its key,
+    /// now and [`RENEW_BEFORE`](Self::validity) from now.
+    fn usable(&self, material: &Material) -> bool {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let Ok(chain) =
+            CertificateDer::pem_slice_iter(material.cert.as_bytes()).collect::<Result<Vec<_>, _>>()
+        else {
+            return false;
+        };
+        let Ok(key) = PrivateKeyDer::from_pem_slice(material.key.as_bytes()) else {
+            return false;
+        };
+        let Some((leaf, intermediates)) = chain.split_first() else {
+            return false;
+        };
+        if rustls::sign::CertifiedKey::from_der(chain.clone(), key, &provider).is_err() {
+            return false;
+        }
+        let mut roots = RootCertStore::empty();
+        for ca in CertificateDer::pem_slice_iter(material.bundle.as_bytes()) {
+            let Ok(ca) = ca else { return false };
+            if roots.add(ca).is_err() {
+                return false;
+            }
+        }
+        let Ok(verifier) =
+            WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider).build()
+        else {
+            return false;
+        };
+        let Ok(name) = ServerName::try_from(self.dns_names().swap_remove(0)) else {
+            return false;
+        };
+        let now = self.now();
+        [now, now + self.renew_before].into_iter().all(|at| {
+            let Ok(since_epoch) = at.duration_since(SystemTime::UNIX_EPOCH) else {
+                return false;
+            };
+            verifier
+                .verify_server_cert(
+                    leaf,
+                    intermediates,
+                    &name,
+                    &[],
+                    UnixTime::since_unix_epoch(since_epoch),
+                )
+                .is_ok()
+        })
+    }
+
+    /// A new CA and serving certificate; the bundle keeps the current CA of `previous`.
+    fn generate(&self, previous: Option<&Material>) -> anyhow::Result<Material> {
+        use rcgen::{
+            BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+            KeyPair, KeyUsagePurpose,
+        };
+        let now = self.now();
+        let time = |at: SystemTime| -> anyhow::Result<time::OffsetDateTime> {
+            let seconds = at
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .context("the clock is before 1970")?
+                .as_secs();
+            Ok(time::OffsetDateTime::from_unix_timestamp(
+                i64::try_from(seconds).context("the clock is past the year 2262")?,
+            )?)
+        };
+        let (not_before, not_after) = (time(now - BACKDATE)?, time(now + self.validity)?);
+
+        let ca_key = KeyPair::generate().context("failed to make the CA's key")?;
+        let mut ca_params = CertificateParams::default();
+        ca_params.distinguished_name.push(
+            DnType::CommonName,
+            format!("{}.{} webhook CA", self.service, self.namespace),
+        );
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        ca_params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        (ca_params.not_before, ca_params.not_after) = (not_before, not_after);
+        let ca = ca_params
+            .self_signed(&ca_key)
+            .context("failed to make the CA")?;
+        let issuer = Issuer::new(ca_params, ca_key);
+
+        let key = KeyPair::generate().context("failed to make the serving key")?;
+        let mut params = CertificateParams::new(self.dns_names())
+            .context("the webhook Service's name is not a DNS name")?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, self.dns_names().swap_remove(0));
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        (params.not_before, params.not_after) = (not_before, not_after);
+        let cert = params
+            .signed_by(&key, &issuer)
+            .context("failed to sign the serving certificate")?;
+
+        let mut bundle = ca.pem();
+        if let Some(previous) = previous.and_then(Material::current_ca) {
+            bundle.push_str(&pem_certificate(&previous));
+        }
+        Ok(Material {
+            cert: cert.pem(),
+            key: key.serialize_pem(),
+            bundle,
+        })
+    }
+
+    /// Writes the certificate and key into the directory when they differ, each through a
+    /// temporary file and a rename, the key first.
+    fn write_files(&self, material: &Material) -> anyhow::Result<()> {
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("failed to create `{}`", self.dir.display()))?;
+        for (name, text) in [
+            (&self.key_name, &material.key),
+            (&self.cert_name, &material.cert),
+        ] {
+            let path = self.dir.join(name);
+            if std::fs::read(&path).is_ok_and(|bytes| bytes == text.as_bytes()) {
+                continue;
+            }
+            write_atomically(&path, text.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Sets `bundle` wherever the webhook Service is called: the webhook configurations and the
+    /// converted CRDs. Every object is tried; the first failure is returned.
+    async fn inject(&self, bundle: &str) -> anyhow::Result<()> {
+        let mut failures = Vec::new();
+        let validating: Api<ValidatingWebhookConfiguration> = Api::all(self.client.clone());
+        for configuration in validating
+            .list(&ListParams::default())
+            .await
+            .context("failed to list the validating webhook configurations")?
+        {
+            let hooks = configuration.webhooks.iter().flatten().map(|hook| {
+                (
+                    hook.name.as_str(),
+                    hook.client_config.service.as_ref(),
+                    hook.client_config.ca_bundle.as_ref(),
+                )
+            });
+            let patch = self.webhooks_patch(hooks, bundle);
+            if let Err(error) = apply(&validating, configuration.metadata.name, patch).await {
+                failures.push(error);
+            }
+        }
+        let mutating: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
+        for configuration in mutating
+            .list(&ListParams::default())
+            .await
+            .context("failed to list the mutating webhook configurations")?
+        {
+            let hooks = configuration.webhooks.iter().flatten().map(|hook| {
+                (
+                    hook.name.as_str(),
+                    hook.client_config.service.as_ref(),
+                    hook.client_config.ca_bundle.as_ref(),
+                )
+            });
+            let patch = self.webhooks_patch(hooks, bundle);
+            if let Err(error) = apply(&mutating, configuration.metadata.name, patch).await {
+                failures.push(error);
+            }
+        }
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        for name in &self.crds {
+            let crd = match crds.get_opt(name).await {
+                Ok(Some(crd)) => crd,
+                // Not installed (yet): nothing calls its conversion webhook.
+                Ok(None) => continue,
+                Err(error) => {
+                    failures.push(
+                        anyhow::Error::new(error).context(format!("failed to read the CRD {name}")),
+                    );
+                    continue;
+                }
+            };
+            let client_config = crd
+                .spec
+                .conversion
+                .as_ref()
+                .filter(|conversion| conversion.strategy == "Webhook")
+                .and_then(|conversion| conversion.webhook.as_ref())
+                .and_then(|webhook| webhook.client_config.as_ref());
+            let Some(client_config) = client_config else {
+                continue;
+            };
+            let ours = client_config.service.as_ref().is_some_and(|service| {
+                service.name == self.service && service.namespace == self.namespace
+            });
+            if !ours || same_bundle(client_config.ca_bundle.as_ref(), bundle) {
+                continue;
+            }
+            let patch = json!([
+                {"op": "test", "path": "/spec/conversion/strategy", "value": "Webhook"},
+                {"op": "add", "path": "/spec/conversion/webhook/clientConfig/caBundle",
+                 "value": ByteString(bundle.as_bytes().to_vec())},
+            ]);
+            if let Err(error) = apply(&crds, Some(name.clone()), Some(patch)).await {
+                failures.push(error);
+            }
+        }
+        match failures.into_iter().next() {
+            None => Ok(()),
+            Some(error) => Err(error),
+        }
+    }
+
+    /// A JSON patch setting `bundle` on the webhooks that call this Service; `None` when they
+    /// all have it. Each change first tests the webhook's name at its index.
+    fn webhooks_patch<'a>(
+        &self,
+        hooks: impl Iterator<
+            Item = (
+                &'a str,
+                Option<&'a ServiceReference>,
+                Option<&'a ByteString>,
+            ),
+        >,
+        bundle: &str,
+    ) -> Option<serde_json::Value> {
+        let mut operations = Vec::new();
+        for (index, (name, service, ca_bundle)) in hooks.enumerate() {
+            let ours = service.is_some_and(|service| {
+                service.name == self.service && service.namespace == self.namespace
+            });
+            if ours && !same_bundle(ca_bundle, bundle) {
+                operations.push(
+                    json!({"op": "test", "path": format!("/webhooks/{index}/name"), "value": name}),
+                );
+                operations.push(
+                    json!({"op": "add", "path": format!("/webhooks/{index}/clientConfig/caBundle"),
+                                        "value": ByteString(bundle.as_bytes().to_vec())}),
+                );
+            }
+        }
+        (!operations.is_empty()).then_some(serde_json::Value::Array(operations))
+    }
+}
+
+fn same_bundle(current: Option<&ByteString>, bundle: &str) -> bool {
+    current.is_some_and(|current| current.0 == bundle.as_bytes())
+}
+
+/// Applies a JSON patch, when there is one, to the object `name`.
+async fn apply<K>(
+    api: &Api<K>,
+    name: Option<String>,
+    patch: Option<serde_json::Value>,
+) -> anyhow::Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let (Some(name), Some(patch)) = (name, patch) else {
+        return Ok(());
+    };
+    let patch: json_patch::Patch = serde_json::from_value(patch)?;
+    api.patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
+        .await
+        .with_context(|| format!("failed to set the CA bundle of {name}"))?;
+    tracing::info!(%name, "set the webhook CA bundle");
+    Ok(())
+}
+
+fn pem_certificate(der: &CertificateDer<'_>) -> String {
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(der.as_ref());
+    let mut pem = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in encoded.as_bytes().chunks(64) {
+        pem.push_str(std::str::from_utf8(line).unwrap_or_default());
+        pem.push('\n');
+    }
+    pem.push_str("-----END CERTIFICATE-----\n");
+    pem
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`: a reader
+/// sees the old file or the new one, never half of one.
+fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temporary = path.with_file_name(format!(".{name}.tmp"));
+    std::fs::write(&temporary, bytes)
+        .with_context(|| format!("failed to write `{}`", temporary.display()))?;
+    std::fs::rename(&temporary, path)
+        .with_context(|| format!("failed to write `{}`", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use http::{Method, Request, Response};
+    use kube::client::Body;
+    use serde_json::Value;
+
+    use super::*;
+    use crate::testing::within;
+    use crate::tls::tests::tempdir as tempfile_dir;
+
+    const SECRETS: &str = "/api/v1/namespaces/operators/secrets";
+    const SECRET: &str = "/api/v1/namespaces/operators/secrets/webhook-server-cert";
+    const VALIDATING: &str =
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+    const MUTATING: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+    const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+    /// An API server that keeps objects by path, with resourceVersions, `409` on a stale update
+    /// or a second create, JSON patches, and a log of every request.
+    #[derive(Clone, Default)]
+    struct ApiServer {
+        state: Arc<Mutex<State>>,
+    }
+
+    #[derive(Default)]
+    struct State {
+        objects: BTreeMap<String, Value>,
+        version: u64,
+        log: Vec<String>,
+    }
+
+    fn status(code: u16, reason: &str) -> Response<Body> {
+        let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                          "status": "Failure", "message": reason, "reason": reason, "code": code});
+        Response::builder()
+            .status(code)
+            .body(Body::from(serde_json::to_vec(&body).unwrap()))
+            .unwrap()
+    }
+
+    fn ok(code: u16, body: &Value) -> Response<Body> {
+        Response::builder()
+            .status(code)
+            .body(Body::from(serde_json::to_vec(body).unwrap()))
+            .unwrap()
+    }
+
+    impl ApiServer {
+        fn client(&self) -> Client {
+            let server = self.clone();
+            let service = tower::service_fn(move |request: Request<Body>| {
+                let server = server.clone();
+                async move { Ok::<_, std::convert::Infallible>(server.answer(request).await) }
+            });
+            Client::new(service, "default")
+        }
+
+        async fn answer(&self, request: Request<Body>) -> Response<Body> {
+            let method = request.method().clone();
+            let path = request.uri().path().to_owned();
+            let bytes = request.into_body().collect_bytes().await.unwrap();
+            let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            let mut state = self.state.lock().unwrap();
+            state.log.push(format!("{method} {path}"));
+            let collection = [SECRETS, VALIDATING, MUTATING, CRDS].contains(&path.as_str());
+            match (method, collection) {
+                (Method::GET, true) => {
+                    let items: Vec<Value> = state
+                        .objects
+                        .iter()
+                        .filter(|(key, _)| key.rsplit_once('/').unwrap().0 == path)
+                        .map(|(_, object)| object.clone())
+                        .collect();
+                    ok(
+                        200,
+                        &json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": "1"}, "items": items}),
+                    )
+                }
+                (Method::POST, true) => {
+                    let key = format!("{path}/{}", body["metadata"]["name"].as_str().unwrap());
+                    if state.objects.contains_key(&key) {
+                        return status(409, "AlreadyExists");
+                    }
+                    Self::store(&mut state, key, body)
+                }
+                (Method::GET, false) => match state.objects.get(&path) {
+                    Some(object) => ok(200, object),
+                    None => status(404, "NotFound"),
+                },
+                (Method::PUT, false) => {
+                    let Some(stored) = state.objects.get(&path) else {
+                        return status(404, "NotFound");
+                    };
+                    if stored["metadata"]["resourceVersion"] != body["metadata"]["resourceVersion"]
+                    {
+                        return status(409, "Conflict");
+                    }
+                    Self::store(&mut state, path, body)
+                }
+                (Method::PATCH, false) => {
+                    let Some(mut object) = state.objects.get(&path).cloned() else {
+                        return status(404, "NotFound");
+                    };
+                    let patch: json_patch::Patch = serde_json::from_value(body).unwrap();
+                    if json_patch::patch(&mut object, &patch).is_err() {
+                        return status(422, "Invalid");
+                    }
+                    Self::store(&mut state, path, object)
+                }
+                _ => status(405, "MethodNotAllowed"),
+            }
+        }
+
+        fn store(state: &mut State, key: String, mut object: Value) -> Response<Body> {
+            state.version += 1;
+            object["metadata"]["resourceVersion"] = json!(state.version.to_string());
+            state.objects.insert(key, object.clone());
+            ok(200, &object)
+        }
+
+        fn put(&self, key: &str, object: Value) {
+            let mut state = self.state.lock().unwrap();
+            Self::store(&mut state, key.to_owned(), object);
+        }
+
+        fn get(&self, key: &str) -> Value {
+            self.state.lock().unwrap().objects[key].clone()
+        }
+
+        /// The requests since the last call, as `METHOD path`.
+        fn take_log(&self) -> Vec<String> {
+            std::mem::take(&mut self.state.lock().unwrap().log)
+        }
+
+        fn writes(&self) -> Vec<String> {
+            self.take_log()
+                .into_iter()
+                .filter(|request| !request.starts_with("GET"))
+                .collect()
+        }
+
+        /// The CA bundle of a stored object at a JSON pointer, as text.
+        fn bundle(&self, key: &str, pointer: &str) -> Option<String> {
+            let object = self.get(key);
+            let encoded = object.pointer(pointer)?.as_str()?;
+            let bytes: ByteString = serde_json::from_value(json!(encoded)).unwrap();
+            Some(String::from_utf8(bytes.0).unwrap())
+        }
+    }
+
+    fn webhook(name: &str, service: &str) -> Value {
+        json!({"name": name, "admissionReviewVersions": ["v1"], "sideEffects": "None",
+               "clientConfig": {"service": {"name": service, "namespace": "operators", "path": "/validate"}}})
+    }
+
+    /// The project's webhook configurations, another project's, and three CRDs: converted by
+    /// this Service, converted by another, and not converted.
+    fn cluster() -> ApiServer {
+        let server = ApiServer::default();
+        server.put(
+            &format!("{VALIDATING}/my-operator-validating"),
+            json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                   "metadata": {"name": "my-operator-validating"},
+                   "webhooks": [webhook("vfirst.example.com", "my-operator-webhook-service"),
+                                webhook("vsecond.example.com", "my-operator-webhook-service")]}),
+        );
+        server.put(
+            &format!("{MUTATING}/my-operator-mutating"),
+            json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+                   "metadata": {"name": "my-operator-mutating"},
+                   "webhooks": [webhook("mfirst.example.com", "my-operator-webhook-service")]}),
+        );
+        server.put(
+            &format!("{VALIDATING}/someone-else"),
+            json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                   "metadata": {"name": "someone-else"},
+                   "webhooks": [webhook("vother.example.org", "other-service")]}),
+        );
+        for (name, service, strategy) in [
+            ("apps.example.com", "my-operator-webhook-service", "Webhook"),
+            ("others.example.com", "other-service", "Webhook"),
+            ("plain.example.com", "my-operator-webhook-service", "None"),
+        ] {
+            let mut conversion = json!({"strategy": strategy});
+            if strategy == "Webhook" {
+                conversion["webhook"] = json!({"conversionReviewVersions": ["v1"],
+                    "clientConfig": {"service": {"name": service, "namespace": "operators", "path": "/convert"}}});
+            }
+            server.put(
+                &format!("{CRDS}/{name}"),
+                json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                       "metadata": {"name": name},
+                       "spec": {"group": "example.com", "scope": "Namespaced",
+                                "names": {"plural": name.split('.').next().unwrap(), "kind": "App"},
+                                "versions": [], "conversion": conversion}}),
+            );
+        }
+        server.take_log();
+        server
+    }
+
+    /// A clock that tests move forward.
+    fn clock() -> (Clock, Arc<AtomicU64>) {
+        let offset = Arc::new(AtomicU64::new(0));
+        let start = SystemTime::now();
+        let moved = offset.clone();
+        (
+            Arc::new(move || start + Duration::from_secs(moved.load(Ordering::SeqCst))),
+            offset,
+        )
+    }
+
+    fn replica(server: &ApiServer, dir: &Path, clock: &Clock) -> SelfManagedCerts {
+        SelfManagedCerts::new(
+            server.client(),
+            "operators",
+            "webhook-server-cert",
+            "my-operator-webhook-service",
+            dir,
+        )
+        .crds([
+            "apps.example.com".to_owned(),
+            "others.example.com".to_owned(),
+            "plain.example.com".to_owned(),
+            "missing.example.com".to_owned(),
+        ])
+        .validity(Duration::from_secs(3 * 86_400), Duration::from_secs(86_400))
+        .clock(clock.clone())
+    }
+
+    fn ca_count(bundle: &str) -> usize {
+        CertificateDer::pem_slice_iter(bundle.as_bytes()).count()
+    }
+
+    /// The served bundle, wherever this Service is called, and nowhere else.
+    fn assert_injected(server: &ApiServer, bundle: &str) {
+        let validating = format!("{VALIDATING}/my-operator-validating");
+        for pointer in [
+            "/webhooks/0/clientConfig/caBundle",
+            "/webhooks/1/clientConfig/caBundle",
+        ] {
+            assert_eq!(server.bundle(&validating, pointer).as_deref(), Some(bundle));
+        }
+        let mutating = format!("{MUTATING}/my-operator-mutating");
+        assert_eq!(
+            server
+                .bundle(&mutating, "/webhooks/0/clientConfig/caBundle")
+                .as_deref(),
+            Some(bundle)
+        );
+        let converted = format!("{CRDS}/apps.example.com");
+        assert_eq!(
+            server
+                .bundle(&converted, "/spec/conversion/webhook/clientConfig/caBundle")
+                .as_deref(),
+            Some(bundle)
+        );
+        let others = format!("{VALIDATING}/someone-else");
+        assert_eq!(
+            server.bundle(&others, "/webhooks/0/clientConfig/caBundle"),
+            None
+        );
+        let other_crd = format!("{CRDS}/others.example.com");
+        assert_eq!(
+            server.bundle(&other_crd, "/spec/conversion/webhook/clientConfig/caBundle"),
+            None
+        );
+        assert!(
+            server
+                .get(&format!("{CRDS}/plain.example.com"))
+                .pointer("/spec/conversion/webhook")
+                .is_none()
+        );
+    }
+
+    /// A TLS handshake with the files served, as the API server makes it: it trusts the bundle
+    /// and calls the Service by name.
+    async fn handshake(dir: &Path, bundle: &str, clock: &Clock) -> anyhow::Result<()> {
+        let resolver = CertResolver::new(crate::tls::CertSource::from_flags(
+            Some(dir),
+            TLS_CRT,
+            TLS_KEY,
+        ))?;
+        handshake_with(resolver, bundle, clock).await
+    }
+
+    /// The test's clock, for the client that checks the certificate's validity.
+    #[derive(Debug)]
+    struct At(SystemTime);
+
+    impl rustls::time_provider::TimeProvider for At {
+        fn current_time(&self) -> Option<UnixTime> {
+            Some(UnixTime::since_unix_epoch(
+                self.0.duration_since(SystemTime::UNIX_EPOCH).ok()?,
+            ))
+        }
+    }
+
+    async fn handshake_with(
+        resolver: Arc<CertResolver>,
+        bundle: &str,
+        clock: &Clock,
+    ) -> anyhow::Result<()> {
+        let server_config = resolver.server_config(false)?;
+        let mut roots = RootCertStore::empty();
+        for ca in CertificateDer::pem_slice_iter(bundle.as_bytes()) {
+            roots.add(ca?)?;
+        }
+        let client_config = rustls::ClientConfig::builder_with_details(
+            Arc::new(rustls::crypto::ring::default_provider()),
+            Arc::new(At(clock())),
+        )
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let acceptor = tokio_rustls::TlsAcceptor::from(server_config);
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(client_config));
+        let name = ServerName::try_from("my-operator-webhook-service.operators.svc")?;
+        let (accepted, connected) = tokio::join!(
+            acceptor.accept(server),
+            connector.connect(name.to_owned(), client)
+        );
+        accepted?;
+        connected?;
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn the_first_start_makes_the_secret_writes_the_files_and_sets_every_bundle() {
+        let server = cluster();
+        let dir = tempfile_dir();
+        let (clock, _) = clock();
+        let served = within(replica(&server, dir.path(), &clock).check())
+            .await
+            .unwrap();
+        let secret = server.get(SECRET);
+        assert_eq!(secret["type"], "kubernetes.io/tls");
+        assert_eq!(
+            Material::from_secret(&serde_json::from_value(secret).unwrap()),
+            Some(served.clone())
+        );
+        assert_eq!(ca_count(&served.bundle), 1);
+        assert!(
+            !served.bundle.contains("PRIVATE KEY"),
+            "the bundle holds a key"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(TLS_CRT)).unwrap(),
+            served.cert
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(TLS_KEY)).unwrap(),
+            served.key
+        );
+        assert_injected(&server, &served.bundle);
+        within(handshake(dir.path(), &served.bundle, &clock))
+            .await
+            .unwrap();
+        // Another CA is not trusted: the handshake checks something.
+        let stranger = rcgen::generate_simple_self_signed(vec!["x".to_owned()]).unwrap();
+        assert!(
+            within(handshake(dir.path(), &stranger.cert.pem(), &clock))
+                .await
+                .is_err()
+        );
+        // A second check changes nothing.
+        server.take_log();
+        let again = within(replica(&server, dir.path(), &clock).check())
+            .await
+            .unwrap();
+        assert_eq!(again, served);
+        assert_eq!(server.writes(), Vec::<String>::new());
+    }
+
+    #[tokio::test]
+    async fn a_second_replica_serves_the_first_ones_certificate() {
+        let server = cluster();
+        let (first_dir, second_dir) = (tempfile_dir(), tempfile_dir());
+        let (clock, _) = clock();
+        let first = replica(&server, first_dir.path(), &clock);
+        let second = replica(&server, second_dir.path(), &clock);
+        // Both start at once, find no Secret and create one: one create wins, the other
+        // replica reads the winner's.
+        let (a, b) = within(async { tokio::join!(first.check(), second.check()) }).await;
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert_eq!(a, b);
+        let creates = server
+            .writes()
+            .into_iter()
+            .filter(|request| request == &format!("POST {SECRETS}"))
+            .count();
+        assert_eq!(creates, 2, "both replicas tried to create the Secret");
+        assert_eq!(
+            std::fs::read(first_dir.path().join(TLS_CRT)).unwrap(),
+            std::fs::read(second_dir.path().join(TLS_CRT)).unwrap()
+        );
+        assert_injected(&server, &a.bundle);
+        // A replica started later reads it too, and writes nothing.
+        let third_dir = tempfile_dir();
+        let c = within(replica(&server, third_dir.path(), &clock).check())
+            .await
+            .unwrap();
+        assert_eq!(c, a);
+        assert_eq!(server.writes(), Vec::<String>::new());
+    }
+
+    #[tokio::test]
+    async fn a_certificate_is_renewed_before_it_expires_and_the_previous_ca_stays_trusted() {
+        let server = cluster();
+        let (first_dir, second_dir) = (tempfile_dir(), tempfile_dir());
+        let (clock, offset) = clock();
+        let first = replica(&server, first_dir.path(), &clock);
+        let second = replica(&server, second_dir.path(), &clock);
+        let old = within(first.check()).await.unwrap();
+        within(second.check()).await.unwrap();
+        // Valid for 3 days, renewed 1 day before: after 1 day and 23 hours it is kept.
+        offset.store(2 * 86_400 - 3_600, Ordering::SeqCst);
+        assert_eq!(within(first.check()).await.unwrap(), old);
+        // After 2 days and an hour it is renewed, once, by one of the replicas.
+        offset.store(2 * 86_400 + 3_600, Ordering::SeqCst);
+        server.take_log();
+        let (a, b) = within(async { tokio::join!(first.check(), second.check()) }).await;
+        let (new, also_new) = (a.unwrap(), b.unwrap());
+        assert_eq!(new, also_new);
+        assert_ne!(new.cert, old.cert);
+        assert_ne!(new.key, old.key);
+        let updates = server
+            .writes()
+            .into_iter()
+            .filter(|request| request == &format!("PUT {SECRET}"))
+            .count();
+        assert!(
+            (1..=2).contains(&updates),
+            "{updates} updates of the Secret"
+        );
+        // The bundle holds the new CA and the previous one.
+        assert_eq!(ca_count(&new.bundle), 2);
+        assert!(new.bundle.ends_with(&old.bundle));
+        assert_injected(&server, &new.bundle);
+        // The new bundle trusts what a replica that has not reloaded yet still serves.
+        let stale = tempfile_dir();
+        std::fs::write(stale.path().join(TLS_CRT), &old.cert).unwrap();
+        std::fs::write(stale.path().join(TLS_KEY), &old.key).unwrap();
+        within(handshake(stale.path(), &new.bundle, &clock))
+            .await
+            .unwrap();
+        within(handshake(first_dir.path(), &new.bundle, &clock))
+            .await
+            .unwrap();
+        // The next renewal drops the CA before the previous one.
+        offset.store(4 * 86_400 + 7_200, Ordering::SeqCst);
+        let newer = within(first.check()).await.unwrap();
+        assert_eq!(ca_count(&newer.bundle), 2);
+        assert!(newer.bundle.ends_with(new.current_ca_pem().as_str()));
+        assert!(!newer.bundle.contains(old.bundle.as_str()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_running_server_takes_the_renewed_certificate_without_a_restart() {
+        let server = cluster();
+        let dir = tempfile_dir();
+        let (clock, offset) = clock();
+        let certs = replica(&server, dir.path(), &clock).interval(Duration::from_secs(60));
+        let old = within(certs.check()).await.unwrap();
+        let resolver = CertResolver::new(crate::tls::CertSource::from_flags(
+            Some(dir.path()),
+            TLS_CRT,
+            TLS_KEY,
+        ))
+        .unwrap();
+        let served = resolver.current();
+        let shutdown = CancellationToken::new();
+        let running = tokio::spawn(certs.run(resolver.clone(), shutdown.clone()));
+        offset.store(2 * 86_400 + 3_600, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_secs(61)).await;
+        let renewed =
+            Material::from_secret(&serde_json::from_value(server.get(SECRET)).unwrap()).unwrap();
+        assert_ne!(renewed, old);
+        let now_served = resolver.current();
+        assert!(
+            !Arc::ptr_eq(&served, &now_served),
+            "the server still presents the old certificate"
+        );
+        within(handshake_with(resolver, &renewed.bundle, &clock))
+            .await
+            .unwrap();
+        shutdown.cancel();
+        within(running).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_bundle_edited_away_is_set_again() {
+        let server = cluster();
+        let dir = tempfile_dir();
+        let (clock, _) = clock();
+        let certs = replica(&server, dir.path(), &clock);
+        let served = within(certs.check()).await.unwrap();
+        // Someone applies the configurations again, without caBundle, and breaks the CRD's.
+        let validating = format!("{VALIDATING}/my-operator-validating");
+        let mut edited = server.get(&validating);
+        edited["webhooks"][1]["clientConfig"]
+            .as_object_mut()
+            .unwrap()
+            .remove("caBundle");
+        server.put(&validating, edited);
+        let crd = format!("{CRDS}/apps.example.com");
+        let mut edited = server.get(&crd);
+        edited["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"] = json!("AAAA");
+        server.put(&crd, edited);
+        server.take_log();
+        within(certs.check()).await.unwrap();
+        assert_injected(&server, &served.bundle);
+        assert_eq!(
+            server.writes(),
+            [format!("PATCH {validating}"), format!("PATCH {crd}")]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_secret_that_does_not_serve_this_service_is_replaced() {
+        let (clock, _) = clock();
+        for (edit, why) in [
+            ("not pem", "a certificate that is not PEM"),
+            ("other service", "a certificate for another Service"),
+            ("other key", "a key of another certificate"),
+            ("other ca", "a bundle without the signing CA"),
+        ] {
+            let server = cluster();
+            let dir = tempfile_dir();
+            let certs = replica(&server, dir.path(), &clock);
+            let served = within(certs.check()).await.unwrap();
+            let other = within(
+                SelfManagedCerts::new(
+                    server.client(),
+                    "operators",
+                    "x",
+                    "other-service",
+                    dir.path(),
+                )
+                .clock(clock.clone())
+                .ensure_secret(),
+            )
+            .await
+            .unwrap();
+            let broken = match edit {
+                "not pem" => Material {
+                    cert: "garbage".to_owned(),
+                    ..served.clone()
+                },
+                "other service" => Material {
+                    bundle: served.bundle.clone() + &other.bundle,
+                    ..other.clone()
+                },
+                "other key" => Material {
+                    key: other.key.clone(),
+                    ..served.clone()
+                },
+                _ => Material {
+                    bundle: other.bundle.clone(),
+                    ..served.clone()
+                },
+            };
+            let mut secret = server.get(SECRET);
+            secret["data"] = serde_json::to_value(broken.data()).unwrap();
+            server.put(SECRET, secret);
+            let renewed = within(certs.check()).await.unwrap();
+            assert_ne!(renewed.cert, served.cert, "{why} was kept");
+            assert_ne!(renewed.cert, broken.cert, "{why} was kept");
+            within(handshake(dir.path(), &renewed.bundle, &clock))
+                .await
+                .unwrap_or_else(|error| panic!("after {why}: {error:#}"));
+        }
+    }
+
+    impl Material {
+        fn current_ca_pem(&self) -> String {
+            pem_certificate(&self.current_ca().unwrap())
+        }
+    }
+}
