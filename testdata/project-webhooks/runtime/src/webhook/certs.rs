@@ -374,14 +374,12 @@ impl SelfManagedCerts {
             KeyPair, KeyUsagePurpose,
         };
         let now = self.now();
-        let time = |at: SystemTime| -> anyhow::Result<time::OffsetDateTime> {
-            let seconds = at
+        // rcgen's dates, from the Unix epoch on.
+        let time = |at: SystemTime| -> anyhow::Result<_> {
+            let since_epoch = at
                 .duration_since(SystemTime::UNIX_EPOCH)
-                .context("the clock is before 1970")?
-                .as_secs();
-            Ok(time::OffsetDateTime::from_unix_timestamp(
-                i64::try_from(seconds).context("the clock is past the year 2262")?,
-            )?)
+                .context("the clock is before 1970")?;
+            Ok(rcgen::date_time_ymd(1970, 1, 1) + since_epoch)
         };
         let (not_before, not_after) = (time(now - BACKDATE)?, time(now + self.validity)?);
 
