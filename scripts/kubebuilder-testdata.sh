@@ -5,8 +5,8 @@
 # flag as kubebuilder's users write it. Two kinds of line are left out:
 #   - the external-API commands, whose --external-api-path, --external-api-domain and
 #     --external-api-module name Go packages and Go modules;
-#   - the grafana and helm `edit --plugins=...` lines: rsbuilder refuses those plugins by name,
-#     which this script checks, leaving the project as it was. The autoupdate line runs.
+#   - the helm `edit --plugins=...` line: rsbuilder refuses that plugin by name, which this
+#     script checks, leaving the project as it was. The grafana and autoupdate lines run.
 # The Go module steps (go mod init, go mod tidy) have no counterpart. What kubebuilder's
 # `make all` and `make build-installer` check after the commands, scripts/test.sh checks of every
 # golden project: build, clippy, tests, `rsbuilder generate --check` and the kustomize builds.
@@ -114,7 +114,7 @@ scaffold_test_project() {
     run create api --group example.com --version v2 --kind Wordpress --controller=false --resource=true  --make=false
     run create webhook --group example.com --version v1 --kind Wordpress --conversion --make=false --spoke v2
 
-    refused --plugins=grafana.kubebuilder.io/v1-alpha
+    run edit --plugins=grafana.kubebuilder.io/v1-alpha
   fi
 
   if [[ $project =~ with-plugins ]]; then

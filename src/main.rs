@@ -7,6 +7,7 @@ mod apply;
 mod cli;
 mod commands;
 mod diff;
+mod grafana;
 mod lockfile;
 mod manifest;
 mod names;

@@ -20,12 +20,23 @@ const DEPLOY_IMAGE: &[&str] = &[
 /// kubebuilder's autoupdate plugin: `edit` adds a workflow that runs `rsbuilder alpha update`.
 const AUTOUPDATE: &[&str] = &["autoupdate/v1-alpha", "autoupdate.kubebuilder.io/v1-alpha"];
 
+/// kubebuilder's Grafana plugin: `edit` adds dashboards of the manager's metrics.
+const GRAFANA: &[&str] = &["grafana/v1-alpha", "grafana.kubebuilder.io/v1-alpha"];
+
+/// The plugins only `edit` adds.
+const EDIT_ONLY: &[&[&str]] = &[AUTOUPDATE, GRAFANA];
+
 /// Plugins kubebuilder has and rsbuilder does not, yet.
-const NOT_YET: &[&str] = &["grafana", "helm"];
+const NOT_YET: &[&str] = &["helm"];
 
 /// Whether `plugins` (already checked) asks for the autoupdate workflow.
 pub fn autoupdate(plugins: &[String]) -> bool {
     plugins.iter().any(|p| AUTOUPDATE.contains(&p.trim()))
+}
+
+/// Whether `plugins` (already checked) asks for the Grafana dashboards.
+pub fn grafana(plugins: &[String]) -> bool {
+    plugins.iter().any(|p| GRAFANA.contains(&p.trim()))
 }
 
 /// Checks the `--plugins` of `command`; `deploy_image` says whether the command takes
@@ -41,7 +52,7 @@ pub fn check(command: &str, plugins: &[String], deploy_image: bool) -> Result<bo
             has_deploy_image = true;
             continue;
         }
-        if AUTOUPDATE.contains(&plugin) {
+        if EDIT_ONLY.iter().any(|keys| keys.contains(&plugin)) {
             if command == "edit" {
                 continue;
             }
@@ -109,10 +120,11 @@ mod tests {
             false,
         )
         .unwrap_err();
-        assert!(
-            error
-                .to_string()
-                .starts_with("plugin `grafana.kubebuilder.io/v1-alpha` is not supported")
+        assert_eq!(
+            error.to_string(),
+            "plugin `grafana.kubebuilder.io/v1-alpha` is added to a project by `rsbuilder edit`, not by init"
         );
+        assert!(!check("edit", &plugins(&["grafana/v1-alpha"]), false).unwrap());
+        assert!(grafana(&plugins(&["grafana.kubebuilder.io/v1-alpha"])));
     }
 }

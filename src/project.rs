@@ -15,6 +15,8 @@ use crate::ui::UserError;
 pub const LAYOUT: &str = "rsbuilder.io/v1";
 /// The plugin key under which kubebuilder records `edit --plugins=autoupdate/v1-alpha`.
 pub const AUTOUPDATE: &str = "autoupdate.kubebuilder.io/v1-alpha";
+/// The plugin key under which kubebuilder records `edit --plugins=grafana/v1-alpha`.
+pub const GRAFANA: &str = "grafana.kubebuilder.io/v1-alpha";
 /// The plugin key under which kubebuilder records `create api --image`.
 pub const DEPLOY_IMAGE: &str = "deploy-image.go.kubebuilder.io/v1-alpha";
 /// The file name, at the project root.
@@ -27,6 +29,8 @@ pub struct Project {
     pub autoupdate: bool,
     /// The rsbuilder version that scaffolded the project.
     pub cli_version: String,
+    /// Whether `grafana/` holds dashboards of the manager's metrics.
+    pub grafana: bool,
     /// The domain of the API groups.
     pub domain: String,
     /// `--multigroup`: recorded as kubebuilder records it. Every rsbuilder project holds any
@@ -343,6 +347,7 @@ fn parse(text: &str) -> anyhow::Result<Project> {
     Ok(Project {
         autoupdate: stored.plugins.contains_key(AUTOUPDATE),
         cli_version: stored.cli_version,
+        grafana: stored.plugins.contains_key(GRAFANA),
         domain: stored.domain,
         multigroup: stored.multigroup,
         namespaced: stored.namespaced,
@@ -409,6 +414,9 @@ impl Project {
             for image in &self.deploy_images {
                 write_deploy_image(&mut out, image);
             }
+        }
+        if self.grafana {
+            let _ = writeln!(out, "  {GRAFANA}: {{}}");
         }
         let _ = writeln!(
             out,
@@ -614,6 +622,7 @@ mod tests {
         Project {
             autoupdate: false,
             cli_version: "0.1.0".into(),
+            grafana: false,
             domain: "learn.com".into(),
             multigroup: false,
             namespaced: false,

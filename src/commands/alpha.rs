@@ -104,6 +104,9 @@ pub fn commands(
     for (_, resource) in queue {
         commands.extend(create_webhook(resource));
     }
+    if project.grafana {
+        commands.push(words(&["edit", "--plugins=grafana/v1-alpha"]));
+    }
     if project.autoupdate {
         commands.push(words(&["edit", "--plugins=autoupdate/v1-alpha"]));
     }

@@ -66,9 +66,14 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
     }
     let autoupdate = crate::plugins::autoupdate(&args.plugins);
     project.autoupdate |= autoupdate;
+    let grafana = crate::plugins::grafana(&args.plugins);
+    project.grafana |= grafana;
     let mut plan = plan(root, &mut project, &old, &new, args.force)?;
     if autoupdate {
         plan.files.extend(autoupdate_workflow(args.force)?);
+    }
+    if grafana {
+        plan.files.extend(crate::grafana::files(root, args.force)?);
     }
     apply::apply(
         root,

@@ -142,6 +142,7 @@ fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
     let project = Project {
         autoupdate: false,
         cli_version: versions::RSBUILDER.to_owned(),
+        grafana: false,
         domain: context.domain.clone(),
         multigroup: args.multigroup,
         namespaced: context.namespaced,

@@ -189,8 +189,8 @@ fn what_cannot_work_is_refused() {
     );
     refuses(
         &ws,
-        &["--plugins=grafana.kubebuilder.io/v1-alpha"],
-        "plugin `grafana.kubebuilder.io/v1-alpha` is not supported by rsbuilder yet",
+        &["--plugins=helm.kubebuilder.io/v2-alpha"],
+        "plugin `helm.kubebuilder.io/v2-alpha` is not supported by rsbuilder yet",
         "drop it from --plugins",
     );
     refuses(
@@ -324,6 +324,83 @@ fn multigroup_is_recorded_in_project_as_kubebuilder_records_it() {
     // Recorded once: a second `edit --multigroup` changes nothing.
     let err = stderr(&edited.run(&["edit", "--multigroup"]).success());
     assert_eq!(err, "unchanged PROJECT\n");
+}
+
+/// kubebuilder's Grafana plugin: the dashboards of the manager and the configuration of the
+/// user's metrics; a re-run charts the metrics the configuration lists and keeps the
+/// configuration; a configuration that cannot be charted is refused, naming the entry, with the
+/// tree unchanged.
+#[test]
+fn the_grafana_plugin_charts_the_manager_and_the_metrics_the_user_lists() {
+    let ws = project(&[]);
+    let err = stderr(&ws.run(&["edit", "--plugins=grafana/v1-alpha"]).success());
+    assert_eq!(
+        err,
+        "created grafana/controller-resources-metrics.json\ncreated grafana/controller-runtime-metrics.json\ncreated grafana/custom-metrics/config.yaml\nupdated PROJECT\n"
+    );
+    assert!(
+        ws.read("PROJECT")
+            .contains("\n  grafana.kubebuilder.io/v1-alpha: {}\n")
+    );
+    for dashboard in [
+        "grafana/controller-resources-metrics.json",
+        "grafana/controller-runtime-metrics.json",
+    ] {
+        let parsed: serde_json::Value = serde_json::from_str(&ws.read(dashboard)).unwrap();
+        assert!(
+            !parsed["panels"].as_array().unwrap().is_empty(),
+            "{dashboard}"
+        );
+    }
+    assert!(
+        !ws.root()
+            .join("grafana/custom-metrics/custom-metrics-dashboard.json")
+            .exists()
+    );
+
+    let config = ws.read("grafana/custom-metrics/config.yaml")
+        + "- metric: shop_orders_total\n  type: counter\n- metric: shop_latency_seconds\n  type: histogram\n  unit: s\n";
+    ws.write("grafana/custom-metrics/config.yaml", &config);
+    let err = stderr(
+        &ws.run(&["edit", "--plugins=grafana.kubebuilder.io/v1-alpha"])
+            .success(),
+    );
+    assert_eq!(
+        err,
+        "unchanged grafana/controller-resources-metrics.json\nunchanged grafana/controller-runtime-metrics.json\ncreated grafana/custom-metrics/custom-metrics-dashboard.json\nunchanged PROJECT\n"
+    );
+    assert_eq!(ws.read("grafana/custom-metrics/config.yaml"), config);
+    let custom: serde_json::Value =
+        serde_json::from_str(&ws.read("grafana/custom-metrics/custom-metrics-dashboard.json"))
+            .unwrap();
+    let titles: Vec<&str> = custom["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["shop_orders_total", "shop_latency_seconds"]);
+    assert_eq!(custom["panels"][1]["fieldConfig"]["defaults"]["unit"], "s");
+
+    // A type the dashboard cannot chart: refused, nothing written.
+    ws.write(
+        "grafana/custom-metrics/config.yaml",
+        &(config.clone() + "- metric: shop_sizes\n  type: summary\n"),
+    );
+    assert_refused(
+        &ws,
+        &["edit", "--plugins=grafana/v1-alpha"],
+        "grafana/custom-metrics/config.yaml: customMetrics[2]: type `summary` is not counter, gauge or histogram",
+        "each entry of customMetrics needs `metric` and a `type`",
+    );
+    // --force writes the configuration anew, and the dashboard of no metric goes unwritten.
+    ws.write("grafana/custom-metrics/config.yaml", &config);
+    ws.run(&["edit", "--plugins=grafana/v1-alpha", "--force"])
+        .success();
+    assert!(
+        !ws.read("grafana/custom-metrics/config.yaml")
+            .contains("shop_orders_total")
+    );
 }
 
 /// kubebuilder's autoupdate plugin: `edit` adds the workflow that runs `rsbuilder alpha

@@ -128,7 +128,7 @@ fn bad_flag_values_are_refused_with_their_rule_and_fix() {
             Run("create webhook --group appotp --version v1 --kind Missing --defaulting"),
             Run("create webhook --group appotp --version v1 --kind AppOTP"),
             Run("init --domain learn.com"),
-            Run("edit --plugins=grafana.kubebuilder.io/v1-alpha"),
+            Run("edit --plugins=helm.kubebuilder.io/v2-alpha"),
             Run("create api --group"),
         ],
     );

@@ -10,7 +10,8 @@ wait:
   status as available, the `Available` condition;
 - `/metrics` (HTTPS, as deployed) refuses a request without a token (401) and one whose user
   may not read it (403), both decided by the emulator's TokenReview and SubjectAccessReview,
-  and serves the controllers' reconcile counts to an allowed one;
+  and serves the controllers' reconcile counts to an allowed one, with every metric that the
+  Grafana dashboards of `edit --plugins=grafana/v1-alpha` query;
 - the webhooks answer AdmissionReviews and ConversionReviews over HTTPS, with a certificate
   the test makes, as the API server expects (e2e_webhooks.py says what is checked), and neither
   the webhook port nor the metrics port speaks HTTP/2 unless `--enable-http2` says so;
@@ -41,6 +42,7 @@ import copy
 import json
 import os
 import pathlib
+import re
 import signal
 import socket
 import ssl
@@ -183,7 +185,17 @@ async def metrics_get(ports: Ports, token: str | None) -> tuple[int, str]:
             return response.status, await response.text()
 
 
-async def check_metrics(emulator, port: Ports) -> None:
+def dashboard_metrics(project_dir: pathlib.Path) -> set[str]:
+    """The metric names the queries of grafana/'s dashboards of the manager select."""
+    names = set()
+    for dashboard in sorted((project_dir / "grafana").glob("controller-*-metrics.json")):
+        for panel in json.loads(dashboard.read_text())["panels"]:
+            for target in panel["targets"]:
+                names.update(re.findall(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{", target["expr"]))
+    return names
+
+
+async def check_metrics(emulator, port: Ports, project_dir: pathlib.Path) -> None:
     emulator.tokens.update({"scraper-token": "system:serviceaccount:monitoring:prometheus",
                             "nosy-token": "system:serviceaccount:default:nosy"})
     emulator.allowed.add("system:serviceaccount:monitoring:prometheus")
@@ -200,6 +212,12 @@ async def check_metrics(emulator, port: Ports) -> None:
     assert counts and all(float(line.rsplit(" ", 1)[1]) >= 1 for line in counts), body
     reviews = [w for w in emulator.writes if w[3] in ("tokenreviews", "subjectaccessreviews")]
     assert reviews, "the manager authorized /metrics without asking the API server"
+    queried = dashboard_metrics(project_dir)
+    served = {re.split(r"[{ ]", line, maxsplit=1)[0] for line in body.splitlines() if line and not line.startswith("#")}
+    missing = sorted(queried - served)
+    assert not missing, f"grafana/ queries metrics the manager does not serve: {missing}"
+    if queried:
+        print(f"   the {len(queried)} metrics the Grafana dashboards query are all served")
     print(f"   401 without a token or with an unknown one, 403 for a user not allowed; "
           f"{len(counts)} controllers' reconcile counts for an allowed one")
 
@@ -258,7 +276,7 @@ async def run_checks(emulator, client, project, project_dir, manager, ports: Por
         await reconciled(emulator, file, group, version, plural, namespace, name)
 
     await step("/metrics serves only whom the API server authenticates and authorizes",
-               check_metrics(emulator, ports))
+               check_metrics(emulator, ports, project_dir))
     samples_by_kind = {(s["apiVersion"], s["kind"]): s for s in SAMPLES.values()}
     await step("the webhooks over HTTPS, as the API server calls them",
                e2e_webhooks.check_webhooks(ports.webhook, ports.ca, project_dir, emulator, samples_by_kind,

@@ -290,6 +290,7 @@ where
         if let Some(configure) = self.configure {
             controller = configure(controller);
         }
+        manager.metrics.reconcile.init(self.name);
         let state = Arc::new(State {
             name: self.name,
             metrics: manager.metrics.clone(),
@@ -647,6 +648,7 @@ mod tests {
             "controller_runtime_reconcile_total{controller=\"test\",result=\"success\"} 2",
             "controller_runtime_reconcile_errors_total{controller=\"test\"} 3",
             "controller_runtime_reconcile_time_seconds_count{controller=\"test\"} 5",
+            "controller_runtime_active_workers{controller=\"test\"} 0",
         ] {
             assert!(
                 encoded.lines().any(|l| l == line),

@@ -20,6 +20,8 @@
 //! token's size. A token longer than [`MAX_TOKEN_BYTES`] is refused before any review. Each cache
 //! holds at most [`CACHE_CAPACITY`] entries and [`CACHE_BYTES`] bytes.
 
+mod process;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -98,6 +100,12 @@ impl Default for Metrics {
             "Length of time per reconciliation per controller",
             reconcile.time.clone(),
         );
+        registry.register(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            reconcile.active.clone(),
+        );
+        registry.register_collector(Box::new(process::ProcessCollector));
         let leader = Gauge::default();
         registry.register(
             "leader_election_master_status",
@@ -144,6 +152,8 @@ pub struct ReconcileMetrics {
     total: Family<ResultLabels, Counter>,
     errors: Family<ControllerLabels, Counter>,
     time: Family<ControllerLabels, Histogram, fn() -> Histogram>,
+    /// Reconciles in progress.
+    active: Family<ControllerLabels, Gauge>,
 }
 
 impl Default for ReconcileMetrics {
@@ -151,6 +161,7 @@ impl Default for ReconcileMetrics {
         Self {
             total: Family::default(),
             errors: Family::default(),
+            active: Family::default(),
             time: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(0.005, 2.0, 14))
             }),
@@ -162,15 +173,34 @@ impl ReconcileMetrics {
     /// Starts timing one reconciliation of `controller`; the time is recorded when the returned
     /// guard is dropped.
     pub fn start(&self, controller: &str) -> ReconcileTimer {
+        let labels = ControllerLabels {
+            controller: controller.to_owned(),
+        };
+        let active = self.active.get_or_create(&labels).clone();
+        active.inc();
         ReconcileTimer {
-            histogram: self
-                .time
-                .get_or_create(&ControllerLabels {
-                    controller: controller.to_owned(),
-                })
-                .clone(),
+            histogram: self.time.get_or_create(&labels).clone(),
+            active,
             started: std::time::Instant::now(),
         }
+    }
+
+    /// Makes the series of `controller` at zero, as controller-runtime does when a controller
+    /// starts: a dashboard or alert sees `0` before the first reconcile or the first error,
+    /// rather than no data.
+    pub fn init(&self, controller: &str) {
+        let labels = ControllerLabels {
+            controller: controller.to_owned(),
+        };
+        for result in ["success", "error"] {
+            drop(self.total.get_or_create(&ResultLabels {
+                controller: controller.to_owned(),
+                result,
+            }));
+        }
+        drop(self.errors.get_or_create(&labels));
+        drop(self.active.get_or_create(&labels));
+        drop(self.time.get_or_create(&labels));
     }
 
     /// Counts a reconciliation of `controller` that succeeded.
@@ -198,15 +228,17 @@ impl ReconcileMetrics {
     }
 }
 
-/// Records the duration of one reconciliation when dropped.
+/// Counts one reconciliation as active, and records its duration, until dropped.
 pub struct ReconcileTimer {
     histogram: Histogram,
+    active: Gauge,
     started: std::time::Instant,
 }
 
 impl Drop for ReconcileTimer {
     fn drop(&mut self) {
         self.histogram.observe(self.started.elapsed().as_secs_f64());
+        self.active.dec();
     }
 }
 
@@ -617,6 +649,56 @@ impl<V: Clone + Weigh> Cache<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reconcile counts as an active worker from its start until its timer is dropped, and
+    /// the process metrics of the dashboards are served beside the reconcile metrics.
+    #[test]
+    fn active_workers_and_process_metrics_are_encoded() {
+        let metrics = Metrics::default();
+        metrics.reconcile.init("apps");
+        let started = metrics.encode();
+        for line in [
+            "controller_runtime_reconcile_total{controller=\"apps\",result=\"error\"} 0",
+            "controller_runtime_reconcile_total{controller=\"apps\",result=\"success\"} 0",
+            "controller_runtime_reconcile_errors_total{controller=\"apps\"} 0",
+            "controller_runtime_active_workers{controller=\"apps\"} 0",
+            "controller_runtime_reconcile_time_seconds_count{controller=\"apps\"} 0",
+        ] {
+            assert!(
+                started.lines().any(|l| l == line),
+                "no `{line}` in\n{started}"
+            );
+        }
+        let line = |encoded: &str, name: &str| {
+            encoded
+                .lines()
+                .find(|l| l.starts_with(name))
+                .map(str::to_owned)
+        };
+        let first = metrics.reconcile.start("apps");
+        let second = metrics.reconcile.start("apps");
+        assert_eq!(
+            line(&metrics.encode(), "controller_runtime_active_workers{").as_deref(),
+            Some("controller_runtime_active_workers{controller=\"apps\"} 2")
+        );
+        drop(first);
+        drop(second);
+        let encoded = metrics.encode();
+        assert_eq!(
+            line(&encoded, "controller_runtime_active_workers{").as_deref(),
+            Some("controller_runtime_active_workers{controller=\"apps\"} 0")
+        );
+        for name in [
+            "process_cpu_seconds_total ",
+            "process_resident_memory_bytes ",
+            "process_virtual_memory_bytes ",
+            "process_start_time_seconds ",
+            "process_open_fds ",
+            "process_max_fds ",
+        ] {
+            assert!(line(&encoded, name).is_some(), "no {name}in\n{encoded}");
+        }
+    }
     use axum::body::{Body, to_bytes};
     use http::Request;
     use serde_json::{Value, json};
