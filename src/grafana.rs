@@ -28,24 +28,35 @@ pub const RESOURCES_DASHBOARD: &str = "grafana/controller-resources-metrics.json
 /// The label matchers of every query: the dashboard's `job` and `namespace` variables.
 const SELECTOR: &str = r#"{job="$job", namespace="$namespace"}"#;
 
-/// The files of the plugin: the two dashboards of the manager, the configuration (kept when it
-/// exists, unless `force`), and the dashboard of the metrics it lists, if any.
+/// The files of the plugin: the two dashboards of the manager (kept when they exist, unless
+/// `force`, as the autoupdate workflow is), the configuration (the user's: kept when it exists,
+/// `--force` or not), and the dashboard of the metrics it lists, if any.
 pub fn files(root: &Path, force: bool) -> anyhow::Result<Vec<PlannedFile>> {
+    let dashboard = if force {
+        Policy::Owned
+    } else {
+        Policy::KeepExisting
+    };
     let mut files = vec![
         PlannedFile {
             path: RUNTIME_DASHBOARD.into(),
             contents: render(&runtime_dashboard()),
-            policy: Policy::Owned,
+            policy: dashboard,
         },
         PlannedFile {
             path: RESOURCES_DASHBOARD.into(),
             contents: render(&resources_dashboard()),
-            policy: Policy::Owned,
+            policy: dashboard,
         },
     ];
     let config = match std::fs::read_to_string(root.join(CONFIG)) {
-        Ok(text) if !force => text,
-        Ok(_) | Err(_) => {
+        Ok(text) => text,
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            return Err(UserError::new(format!("failed to read {CONFIG}: {error}"))
+                .help("make it a readable UTF-8 file, or remove it to get the default")
+                .into());
+        }
+        Err(_) => {
             let text = crate::scaffold::render_set("grafana", &tera::Context::new(), &[], |_| {
                 Policy::Owned
             })?
@@ -56,11 +67,7 @@ pub fn files(root: &Path, force: bool) -> anyhow::Result<Vec<PlannedFile>> {
             files.push(PlannedFile {
                 path: CONFIG.into(),
                 contents: text.clone(),
-                policy: if force {
-                    Policy::Owned
-                } else {
-                    Policy::KeepExisting
-                },
+                policy: Policy::KeepExisting,
             });
             text
         }
@@ -119,15 +126,24 @@ pub fn custom_metrics(config: &str) -> Result<Vec<CustomMetric>, UserError> {
                 "`{metric}` is not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"
             )));
         }
-        let expr = match (&item.expr, &item.metric, item.type_.as_deref()) {
+        let kind = item.type_.as_deref().map(str::to_ascii_lowercase);
+        let expr = match (&item.expr, &item.metric, kind.as_deref()) {
             (Some(expr), _, _) if !expr.trim().is_empty() => expr.trim().to_owned(),
             (_, Some(metric), Some("counter")) => {
                 format!("sum by (pod) (rate({metric}{SELECTOR}[5m]))")
             }
             (_, Some(metric), Some("gauge")) => format!("sum by (pod) ({metric}{SELECTOR})"),
-            (_, Some(metric), Some("histogram")) => format!(
-                "histogram_quantile(0.90, sum by (pod, le) (rate({metric}_bucket{SELECTOR}[5m])))"
-            ),
+            (_, Some(metric), Some("histogram")) => {
+                // kubebuilder's configurations name the series itself, `_bucket` included.
+                let buckets = if metric.ends_with("_bucket") {
+                    metric.clone()
+                } else {
+                    format!("{metric}_bucket")
+                };
+                format!(
+                    "histogram_quantile(0.90, sum by (pod, le) (rate({buckets}{SELECTOR}[5m])))"
+                )
+            }
             (_, Some(_), Some(other)) => {
                 return Err(at(format!(
                     "type `{other}` is not counter, gauge or histogram"
@@ -456,6 +472,14 @@ mod tests {
             ("s", "sum(up)")
         );
         assert_eq!(custom_metrics("---\ncustomMetrics:\n").unwrap(), []);
+        let kubebuilders =
+            custom_metrics("customMetrics:\n- metric: foo_seconds_bucket\n  type: Histogram\n")
+                .unwrap();
+        assert!(
+            kubebuilders[0].expr.contains("rate(foo_seconds_bucket{"),
+            "{}",
+            kubebuilders[0].expr
+        );
         for (config, error) in [
             (
                 "customMetrics:\n- metric: foo\n  type: summary\n",

@@ -43,7 +43,10 @@ pub fn generate(options: GenerateOptions) -> anyhow::Result<()> {
             let dir = cwd.join(dir);
             refuse_unless_empty(&dir)?;
             let exe = std::env::current_exe().context("failed to find the rsbuilder binary")?;
-            crate::apply::fill_new_dir(&dir, |dir| run_all(&exe, &commands, dir))?;
+            crate::apply::fill_new_dir(&dir, |dir| {
+                run_all(&exe, &commands, dir)?;
+                carry_grafana_config(&root, &project, &exe, dir)
+            })?;
             ui::note(&format!(
                 "\nScaffolded `{}` again in {} from its PROJECT.",
                 project.project_name,
@@ -354,6 +357,23 @@ fn refuse_unless_empty(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The user's list of metrics, `grafana/custom-metrics/config.yaml`, is the user's, not the
+/// scaffold's: it is copied into the new tree, and the Grafana edit run again there to chart it.
+fn carry_grafana_config(
+    root: &Path,
+    project: &Project,
+    exe: &Path,
+    dir: &Path,
+) -> anyhow::Result<()> {
+    let config = root.join(crate::grafana::CONFIG);
+    if !project.grafana || !config.is_file() {
+        return Ok(());
+    }
+    std::fs::copy(&config, dir.join(crate::grafana::CONFIG))
+        .with_context(|| format!("failed to copy {}", crate::grafana::CONFIG))?;
+    run_all(exe, &[words(&["edit", "--plugins=grafana/v1-alpha"])], dir)
+}
+
 /// Runs `commands` with the rsbuilder `exe` in `dir`, one after the other; the first that fails
 /// is an error with its output.
 pub fn run_all(exe: &Path, commands: &[Vec<String>], dir: &Path) -> anyhow::Result<()> {
@@ -397,7 +417,8 @@ fn in_place(
     let _lock = crate::apply::lock(root)?;
     let exe = std::env::current_exe().context("failed to find the rsbuilder binary")?;
     crate::apply::replace_tree(root, &project.project_name, |fresh| {
-        run_all(&exe, commands, fresh)
+        run_all(&exe, commands, fresh)?;
+        carry_grafana_config(root, project, &exe, fresh)
     })?;
     ui::note(&format!(
         "\nScaffolded `{}` again in place from its PROJECT; `git status` and `git diff` show what changed.",

@@ -66,6 +66,27 @@ fn every_golden_project_is_scaffolded_again_byte_for_byte_from_its_project_file(
     }
 }
 
+/// The metrics a user lists for Grafana are the user's: `alpha generate` carries the
+/// configuration over and charts it, as kubebuilder's does.
+#[test]
+fn the_grafana_configuration_is_carried_over_and_charted() {
+    let ws = copy("project-v4-with-plugins");
+    let config = ws.read("grafana/custom-metrics/config.yaml")
+        + "- metric: shop_orders_total\n  type: counter\n";
+    ws.write("grafana/custom-metrics/config.yaml", &config);
+    ws.run(&["edit", "--plugins=grafana/v1-alpha"]).success();
+    let dashboard = ws.read("grafana/custom-metrics/custom-metrics-dashboard.json");
+    let out = ws.root().parent().unwrap().join("again");
+    ws.run(&["alpha", "generate", "--output-dir", out.to_str().unwrap()])
+        .success();
+    let read = |path: &str| std::fs::read_to_string(out.join(path)).unwrap();
+    assert_eq!(read("grafana/custom-metrics/config.yaml"), config);
+    assert_eq!(
+        read("grafana/custom-metrics/custom-metrics-dashboard.json"),
+        dashboard
+    );
+}
+
 #[test]
 fn dry_run_prints_the_commands_and_writes_nothing() {
     let ws = copy("project-deploy-image");

@@ -882,22 +882,14 @@ fn the_self_managed_certificate_overlay_drops_cert_manager_and_follows_config_de
         [
             "ClusterRole blue-webhook-certs-role",
             "ClusterRoleBinding blue-webhook-certs-rolebinding",
-            "Role myoperator-webhook-certs-role",
-            "RoleBinding myoperator-webhook-certs-rolebinding",
+            "Role blue-webhook-certs-role",
+            "RoleBinding blue-webhook-certs-rolebinding",
         ]
         .map(str::to_owned),
     );
+    expected.sort();
     let mut found: Vec<String> = objects.iter().map(id).collect();
     found.sort();
-    // The overlay's own RBAC takes the project's name as its prefix.
-    let expected: Vec<String> = {
-        let mut names: Vec<String> = expected
-            .into_iter()
-            .map(|name| name.replace("blue-webhook-certs", "myoperator-webhook-certs"))
-            .collect();
-        names.sort();
-        names
-    };
     assert_eq!(found, expected);
 
     let named = |kind: &str, name: &str| {
@@ -953,29 +945,47 @@ fn the_self_managed_certificate_overlay_drops_cert_manager_and_follows_config_de
         "[{kind: ServiceAccount, name: blue-controller-manager, namespace: shop}]",
     )
     .unwrap();
-    let cluster_binding = named("ClusterRoleBinding", "myoperator-webhook-certs-rolebinding");
+    let cluster_binding = named("ClusterRoleBinding", "blue-webhook-certs-rolebinding");
     assert_eq!(cluster_binding["subjects"], subject);
     assert_eq!(
         cluster_binding["roleRef"]["name"],
-        "myoperator-webhook-certs-role"
+        "blue-webhook-certs-role"
     );
-    let binding = named("RoleBinding", "myoperator-webhook-certs-rolebinding");
+    let binding = named("RoleBinding", "blue-webhook-certs-rolebinding");
     assert_eq!(binding["metadata"]["namespace"], "shop");
     assert_eq!(binding["subjects"], subject);
     assert_eq!(binding["roleRef"]["kind"], "Role");
-    let role = named("Role", "myoperator-webhook-certs-role");
+    assert_eq!(binding["roleRef"]["name"], "blue-webhook-certs-role");
+    // The Secret by name only, in the manager's namespace only.
+    let role = named("Role", "blue-webhook-certs-role");
     assert_eq!(role["metadata"]["namespace"], "shop");
     let rules: serde_yaml::Value = serde_yaml::from_str(
-        "[{apiGroups: [''], resources: [secrets], verbs: [create, get, update]}]",
+        "[{apiGroups: [''], resources: [secrets], verbs: [create]},
+          {apiGroups: [''], resourceNames: [webhook-server-cert], resources: [secrets], verbs: [get, update]}]",
     )
     .unwrap();
     assert_eq!(role["rules"], rules);
-    let cluster_role = named("ClusterRole", "myoperator-webhook-certs-role");
-    assert!(
-        !serde_yaml::to_string(&cluster_role["rules"])
-            .unwrap()
-            .contains("secrets"),
-        "Secrets only in the manager's namespace"
+    assert_eq!(
+        env("WEBHOOK_CERT_SECRET")["value"],
+        rules[1]["resourceNames"][0]
+    );
+    // Patches only to the project's own webhook configurations and converted CRD, by name.
+    let cluster_role = named("ClusterRole", "blue-webhook-certs-role");
+    let rules: serde_yaml::Value = serde_yaml::from_str(
+        "[{apiGroups: [admissionregistration.k8s.io], resources: [mutatingwebhookconfigurations, validatingwebhookconfigurations], verbs: [list]},
+          {apiGroups: [admissionregistration.k8s.io], resourceNames: [blue-mutating-webhook-configuration], resources: [mutatingwebhookconfigurations], verbs: [patch]},
+          {apiGroups: [admissionregistration.k8s.io], resourceNames: [blue-validating-webhook-configuration], resources: [validatingwebhookconfigurations], verbs: [patch]},
+          {apiGroups: [apiextensions.k8s.io], resourceNames: [caches.example.example.com], resources: [customresourcedefinitions], verbs: [get, patch]}]",
+    )
+    .unwrap();
+    assert_eq!(cluster_role["rules"], rules);
+    named(
+        "MutatingWebhookConfiguration",
+        "blue-mutating-webhook-configuration",
+    );
+    named(
+        "ValidatingWebhookConfiguration",
+        "blue-validating-webhook-configuration",
     );
     // The conversion webhook's CRD and the webhook configurations still call the Service, so
     // the manager finds them.

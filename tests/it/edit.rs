@@ -393,14 +393,15 @@ fn the_grafana_plugin_charts_the_manager_and_the_metrics_the_user_lists() {
         "grafana/custom-metrics/config.yaml: customMetrics[2]: type `summary` is not counter, gauge or histogram",
         "each entry of customMetrics needs `metric` and a `type`",
     );
-    // --force writes the configuration anew, and the dashboard of no metric goes unwritten.
+    // --force writes the dashboards anew, never the user's configuration.
     ws.write("grafana/custom-metrics/config.yaml", &config);
+    ws.write("grafana/controller-runtime-metrics.json", "{}\n");
+    ws.run(&["edit", "--plugins=grafana/v1-alpha"]).success();
+    assert_eq!(ws.read("grafana/controller-runtime-metrics.json"), "{}\n");
     ws.run(&["edit", "--plugins=grafana/v1-alpha", "--force"])
         .success();
-    assert!(
-        !ws.read("grafana/custom-metrics/config.yaml")
-            .contains("shop_orders_total")
-    );
+    assert_eq!(ws.read("grafana/custom-metrics/config.yaml"), config);
+    assert_ne!(ws.read("grafana/controller-runtime-metrics.json"), "{}\n");
 }
 
 /// kubebuilder's autoupdate plugin: `edit` adds the workflow that runs `rsbuilder alpha

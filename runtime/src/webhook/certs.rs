@@ -9,7 +9,9 @@
 //!   them for new connections, without a restart;
 //! - sets that bundle as the `caBundle` of every webhook of the cluster's webhook
 //!   configurations whose `clientConfig.service` is the webhook Service, and of the conversion
-//!   webhook of the project's converted CRDs, and sets it again when someone edits it away;
+//!   webhook of the project's converted CRDs, and sets it again when someone edits it away; a
+//!   bundle that trusts this replica's CA is left alone, since it may be a newer one;
+//! - writes the certificate for the server only once the bundles trust it;
 //! - makes a new CA and certificate when the certificate would not verify [`renew_before`]
 //!   from now (or now): expiring, for other DNS names, not matching its key, or not PEM. The
 //!   bundle keeps the previous CA next to the new one, so that a replica still serving the
@@ -218,8 +220,10 @@ impl SelfManagedCerts {
     pub async fn check(&self) -> anyhow::Result<Material> {
         tokio::time::timeout(CHECK_TIMEOUT, async {
             let material = self.ensure_secret().await?;
-            self.write_files(&material)?;
+            // The bundle first: it trusts the previous CA too, so the certificate served now
+            // stays trusted, and the new one is served only once it is.
             self.inject(&material.bundle).await?;
+            self.write_files(&material)?;
             Ok(material)
         })
         .await
@@ -512,7 +516,7 @@ impl SelfManagedCerts {
             let ours = client_config.service.as_ref().is_some_and(|service| {
                 service.name == self.service && service.namespace == self.namespace
             });
-            if !ours || same_bundle(client_config.ca_bundle.as_ref(), bundle) {
+            if !ours || trusts(client_config.ca_bundle.as_ref(), bundle) {
                 continue;
             }
             let patch = json!([
@@ -548,7 +552,7 @@ impl SelfManagedCerts {
             let ours = service.is_some_and(|service| {
                 service.name == self.service && service.namespace == self.namespace
             });
-            if ours && !same_bundle(ca_bundle, bundle) {
+            if ours && !trusts(ca_bundle, bundle) {
                 operations.push(
                     json!({"op": "test", "path": format!("/webhooks/{index}/name"), "value": name}),
                 );
@@ -562,8 +566,21 @@ impl SelfManagedCerts {
     }
 }
 
-fn same_bundle(current: Option<&ByteString>, bundle: &str) -> bool {
-    current.is_some_and(|current| current.0 == bundle.as_bytes())
+/// Whether the `caBundle` found trusts the current CA of `bundle`. A bundle that does is left
+/// alone: it may be a newer one, which another replica set after a renewal this one has not
+/// read yet, and which still holds this replica's CA as the previous one.
+fn trusts(current: Option<&ByteString>, bundle: &str) -> bool {
+    let Some(ours) = CertificateDer::pem_slice_iter(bundle.as_bytes())
+        .next()
+        .and_then(Result::ok)
+    else {
+        return false;
+    };
+    current.is_some_and(|current| {
+        CertificateDer::pem_slice_iter(&current.0)
+            .filter_map(Result::ok)
+            .any(|ca| ca == ours)
+    })
 }
 
 /// Applies a JSON patch, when there is one, to the object `name`.
@@ -600,10 +617,31 @@ fn pem_certificate(der: &CertificateDer<'_>) -> String {
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it over `path`: a reader
 /// sees the old file or the new one, never half of one.
+///
+/// The file is readable by its owner only, as the key must be, and the temporary file is
+/// created anew, never opened through a link that was there.
 fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let temporary = path.with_file_name(format!(".{name}.tmp"));
-    std::fs::write(&temporary, bytes)
+    // One left by a process that died while writing it.
+    match std::fs::remove_file(&temporary) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            return Err(error)
+                .with_context(|| format!("failed to remove `{}`", temporary.display()));
+        }
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(&temporary)
+        .with_context(|| format!("failed to create `{}`", temporary.display()))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
         .with_context(|| format!("failed to write `{}`", temporary.display()))?;
     std::fs::rename(&temporary, path)
         .with_context(|| format!("failed to write `{}`", path.display()))
@@ -642,6 +680,8 @@ mod tests {
         objects: BTreeMap<String, Value>,
         version: u64,
         log: Vec<String>,
+        /// Answer every PATCH with 500.
+        failing_patches: bool,
     }
 
     fn status(code: u16, reason: &str) -> Response<Body> {
@@ -712,6 +752,7 @@ mod tests {
                     }
                     Self::store(&mut state, path, body)
                 }
+                (Method::PATCH, false) if state.failing_patches => status(500, "InternalError"),
                 (Method::PATCH, false) => {
                     let Some(mut object) = state.objects.get(&path).cloned() else {
                         return status(404, "NotFound");
@@ -969,6 +1010,15 @@ mod tests {
             served.key
         );
         assert_injected(&server, &served.bundle);
+        #[cfg(unix)]
+        for file in [TLS_CRT, TLS_KEY] {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(dir.path().join(file))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{file}");
+        }
         within(handshake(dir.path(), &served.bundle, &clock))
             .await
             .unwrap();
@@ -1186,6 +1236,89 @@ mod tests {
                 .await
                 .unwrap_or_else(|error| panic!("after {why}: {error:#}"));
         }
+    }
+
+    /// The defaults the README states: valid for a year, renewed 90 days before it expires, and
+    /// valid from an hour before it was made, for replicas whose clocks lag.
+    #[tokio::test]
+    async fn a_default_certificate_lives_a_year_is_renewed_90_days_before_and_is_backdated() {
+        let (clock, offset) = clock();
+        let server = cluster();
+        let day = 86_400;
+        // Made at day 2, so that the clock can go back by an hour and more.
+        offset.store(2 * day, Ordering::SeqCst);
+        let certs = SelfManagedCerts::new(
+            server.client(),
+            "operators",
+            "webhook-server-cert",
+            "my-operator-webhook-service",
+            "/nonexistent",
+        )
+        .clock(clock.clone());
+        let material = certs.generate(None).unwrap();
+        let usable_at = |seconds: u64| {
+            offset.store(seconds, Ordering::SeqCst);
+            certs.usable(&material)
+        };
+        assert!(usable_at(2 * day));
+        assert!(usable_at(2 * day + 274 * day), "renewed too early");
+        assert!(
+            !usable_at(2 * day + 276 * day),
+            "not renewed 90 days before expiry"
+        );
+        // Checked now and 90 days on: an hour back it verifies, more than an hour back not.
+        assert!(usable_at(2 * day - 3_540));
+        assert!(!usable_at(2 * day - 3_660));
+    }
+
+    /// A bundle is not patched away to the old one by a replica that has not read the renewal
+    /// yet: the newer bundle trusts its CA.
+    #[tokio::test]
+    async fn a_bundle_that_trusts_this_replicas_ca_is_left_alone() {
+        let (clock, _) = clock();
+        let server = cluster();
+        let certs = replica(&server, Path::new("/nonexistent"), &clock);
+        let old = certs.generate(None).unwrap();
+        let new = certs.generate(Some(&old)).unwrap();
+        let bytes = |bundle: &str| ByteString(bundle.as_bytes().to_vec());
+        assert!(trusts(Some(&bytes(&new.bundle)), &old.bundle));
+        assert!(!trusts(Some(&bytes(&old.bundle)), &new.bundle));
+        assert!(!trusts(Some(&bytes("AAAA")), &old.bundle));
+        assert!(!trusts(None, &old.bundle));
+        let service = ServiceReference {
+            name: "my-operator-webhook-service".to_owned(),
+            namespace: "operators".to_owned(),
+            ..ServiceReference::default()
+        };
+        let newer = bytes(&new.bundle);
+        let hooks = [("vfirst.example.com", Some(&service), Some(&newer))];
+        assert_eq!(certs.webhooks_patch(hooks.into_iter(), &old.bundle), None);
+        let older = bytes(&old.bundle);
+        let hooks = [("vfirst.example.com", Some(&service), Some(&older))];
+        assert!(
+            certs
+                .webhooks_patch(hooks.into_iter(), &new.bundle)
+                .is_some()
+        );
+    }
+
+    /// The server is given a certificate only once the bundles trust it: a check whose patches
+    /// fail writes no file.
+    #[tokio::test]
+    async fn no_certificate_is_served_before_the_bundles_trust_it() {
+        let server = cluster();
+        let dir = tempfile_dir();
+        let (clock, _) = clock();
+        server.state.lock().unwrap().failing_patches = true;
+        let certs = replica(&server, dir.path(), &clock);
+        assert!(within(certs.check()).await.is_err());
+        assert!(!dir.path().join(TLS_CRT).exists());
+        server.state.lock().unwrap().failing_patches = false;
+        let served = within(certs.check()).await.unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(TLS_CRT)).unwrap(),
+            served.cert
+        );
     }
 
     impl Material {

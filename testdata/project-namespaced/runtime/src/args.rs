@@ -115,7 +115,7 @@ pub struct ManagerArgs {
     /// How often the manager checks the certificate of `--webhook-cert-secret` and the CA
     /// bundles it set: it renews the certificate 90 days before expiry, and sets a bundle
     /// someone edited away again.
-    #[arg(long, default_value = "1m", value_parser = parse_duration)]
+    #[arg(long, default_value = "1m", value_parser = parse_check_interval)]
     pub webhook_cert_check_interval: Duration,
 
     /// The webhook Service's name, for `--webhook-cert-secret`.
@@ -145,6 +145,18 @@ pub struct ManagerArgs {
     /// require it (`config/manager/manager.yaml` sets it to the pod's namespace).
     #[arg(long, env = "WATCH_NAMESPACE")]
     pub watch_namespace: Option<String>,
+}
+
+/// `--webhook-cert-check-interval`: a Go duration of at least 100 ms, so that a typo such as `0`
+/// cannot make every replica query the API server without pause.
+fn parse_check_interval(value: &str) -> Result<Duration, String> {
+    let interval = parse_duration(value)?;
+    if interval < Duration::from_millis(100) {
+        return Err(format!(
+            "{value} is shorter than the shortest interval, 100ms"
+        ));
+    }
+    Ok(interval)
 }
 
 /// How log lines are written.
@@ -519,6 +531,17 @@ pub(crate) mod tests {
         );
         assert_eq!(args.webhook_cert_check_interval, Duration::from_secs(60));
         assert!(parse(&[]).webhook_cert_secret.is_none());
+        assert_eq!(
+            parse(&["--webhook-cert-check-interval=500ms"]).webhook_cert_check_interval,
+            Duration::from_millis(500)
+        );
+        for short in ["0", "99ms"] {
+            let arg = format!("--webhook-cert-check-interval={short}");
+            assert!(
+                Cli::try_parse_from(["manager", arg.as_str()]).is_err(),
+                "{short} was taken"
+            );
+        }
         for missing in [
             "--webhook-service-name=my-operator-webhook-service",
             "--webhook-service-namespace=operators",
