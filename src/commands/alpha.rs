@@ -41,6 +41,7 @@ pub fn generate(options: GenerateOptions) -> anyhow::Result<()> {
     match &options.output_dir {
         Some(dir) => {
             let dir = cwd.join(dir);
+            refuse_inside(&dir, &root)?;
             refuse_unless_empty(&dir)?;
             let exe = std::env::current_exe().context("failed to find the rsbuilder binary")?;
             crate::apply::fill_new_dir(&dir, |dir| {
@@ -341,6 +342,36 @@ fn shell_line(args: &[String]) -> String {
     format!("rsbuilder {}", quoted.join(" "))
 }
 
+/// Refuses an output directory inside the project: the new tree would land among the files it
+/// is made from, and the next `alpha generate --force` would take it for part of the project.
+fn refuse_inside(dir: &Path, root: &Path) -> anyhow::Result<()> {
+    // The directory need not exist: resolve its nearest ancestor that does.
+    let mut existing = dir;
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else {
+            break;
+        };
+        rest.push(name);
+        existing = parent;
+    }
+    let mut resolved = existing
+        .canonicalize()
+        .unwrap_or_else(|_| existing.to_path_buf());
+    resolved.extend(rest.iter().rev());
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    if resolved.starts_with(&root) {
+        return Err(UserError::new(format!(
+            "--output-dir {}: the directory is inside the project {}",
+            dir.display(),
+            root.display()
+        ))
+        .help("pass a directory outside the project, such as ../<name>-again")
+        .into());
+    }
+    Ok(())
+}
+
 /// Refuses an output directory that holds anything.
 fn refuse_unless_empty(dir: &Path) -> anyhow::Result<()> {
     let Ok(mut entries) = std::fs::read_dir(dir) else {
@@ -377,6 +408,21 @@ fn carry_grafana_config(
 /// Runs `commands` with the rsbuilder `exe` in `dir`, one after the other; the first that fails
 /// is an error with its output.
 pub fn run_all(exe: &Path, commands: &[Vec<String>], dir: &Path) -> anyhow::Result<()> {
+    run_all_or(
+        exe,
+        commands,
+        dir,
+        "fix the entry of PROJECT it comes from, or scaffold that part by hand",
+    )
+}
+
+/// [`run_all`], with `help` for a command that fails.
+pub fn run_all_or(
+    exe: &Path,
+    commands: &[Vec<String>],
+    dir: &Path,
+    help: &str,
+) -> anyhow::Result<()> {
     for args in commands {
         ui::note(&shell_line(args));
         let output = Command::new(exe)
@@ -391,7 +437,7 @@ pub fn run_all(exe: &Path, commands: &[Vec<String>], dir: &Path) -> anyhow::Resu
                 shell_line(args),
                 String::from_utf8_lossy(&output.stderr).trim_end()
             ))
-            .help("fix the entry of PROJECT it comes from, or scaffold that part by hand")
+            .help(help)
             .into());
         }
     }

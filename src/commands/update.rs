@@ -137,6 +137,16 @@ pub fn update(options: UpdateOptions) -> anyhow::Result<()> {
     let project = project::load(root)?;
     refuse_unless_clean(root)?;
     let old = match &options.from_binary {
+        Some(path) if !path.is_file() => {
+            return Err(
+                UserError::new(format!("--from-binary {}: no such file", path.display()))
+                    .help(format!(
+                        "pass the path of rsbuilder {}, or leave --from-binary out to install it",
+                        project.cli_version
+                    ))
+                    .into(),
+            );
+        }
         Some(path) => path.clone(),
         None => install(root, &project.cli_version)?,
     };
@@ -150,7 +160,12 @@ pub fn update(options: UpdateOptions) -> anyhow::Result<()> {
         project.cli_version,
         old.display()
     ));
-    apply::fill_new_dir(&base, |dir| alpha::run_all(&old, &commands, dir))?;
+    let help = format!(
+        "check that {} is rsbuilder {}, the version PROJECT records",
+        old.display(),
+        project.cli_version
+    );
+    apply::fill_new_dir(&base, |dir| alpha::run_all_or(&old, &commands, dir, &help))?;
     ui::note(&format!(
         "scaffolding the project as rsbuilder {} makes it",
         versions::RSBUILDER

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{Workspace, assert_same_tree, rsbuilder, snapshot, stderr};
+use crate::support::{Workspace, assert_refused, assert_same_tree, rsbuilder, snapshot, stderr};
 
 fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata")
@@ -178,6 +178,21 @@ fn what_cannot_be_scaffolded_again_is_refused_before_anything_is_written() {
         )
     );
     assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
+
+    // A directory inside the project, new or not, relative or not: nothing is made.
+    for inside in ["again", "config/../again", "operator/src/again"] {
+        let before = ws.snapshot();
+        assert_refused(
+            &ws,
+            &["alpha", "generate", "--output-dir", inside],
+            &format!(
+                "--output-dir {}/{inside}: the directory is inside the project",
+                ws.root().display()
+            ),
+            "pass a directory outside the project",
+        );
+        assert_same_tree(&before, &ws.snapshot(), inside);
+    }
 
     // A kind of another domain (an external API): nothing is made.
     let project = ws.read("PROJECT").replacen(
@@ -411,6 +426,74 @@ fn alpha_update_stops_on_a_conflict_writing_nothing_and_force_writes_the_markers
         head,
         "--force commits nothing"
     );
+}
+
+/// An older rsbuilder that cannot be installed from `RSBUILDER_INSTALL`: an error naming the
+/// source, with help, and nothing changed.
+#[test]
+fn alpha_update_that_cannot_install_the_older_rsbuilder_changes_nothing() {
+    let Some((ws, _older)) = older_project() else {
+        return;
+    };
+    let head = git(&ws, &["rev-parse", "HEAD"]);
+    let before = work_tree(&ws);
+    let missing = ws.root().parent().unwrap().join("no-checkout");
+    let from = format!("--offline --path {}", missing.display());
+    let assert = assert_cmd::Command::cargo_bin("rsbuilder")
+        .unwrap()
+        .current_dir(ws.root())
+        .env("RSBUILDER_INSTALL", &from)
+        .args(["alpha", "update"])
+        .write_stdin("")
+        .assert()
+        .failure()
+        .code(1);
+    let err = stderr(&assert);
+    assert!(
+        err.contains(&format!(
+            "error: rsbuilder 0.1.0, which made the project, could not be installed from `{from}`\nhelp: point RSBUILDER_INSTALL at it"
+        )),
+        "{err}"
+    );
+    assert_same_tree(&before, &work_tree(&ws), "a failed install");
+    assert_eq!(git(&ws, &["rev-parse", "HEAD"]), head);
+}
+
+/// A `--from-binary` that is missing, or is not rsbuilder: the update fails on the first
+/// command with its error, and nothing changes, branches and HEAD included.
+#[test]
+fn alpha_update_with_a_binary_that_cannot_scaffold_changes_nothing() {
+    let Some((ws, _older)) = older_project() else {
+        return;
+    };
+    let not_rsbuilder = ws.root().parent().unwrap().join("not-rsbuilder");
+    crate::support::write_executable(
+        &not_rsbuilder,
+        "#!/bin/sh\necho 'usage: something else' >&2\nexit 2\n",
+    );
+    let missing = ws.root().parent().unwrap().join("missing-rsbuilder");
+    let branches = git(&ws, &["branch", "--list"]);
+    let head = git(&ws, &["rev-parse", "HEAD"]);
+    for (binary, error) in [
+        (&missing, "--from-binary "),
+        (&not_rsbuilder, "`rsbuilder init"),
+    ] {
+        let before = work_tree(&ws);
+        let err = stderr(&update(&ws, binary, &[]).failure().code(1));
+        let error_line = err
+            .lines()
+            .find(|l| l.starts_with("error: "))
+            .unwrap_or_default();
+        assert!(error_line.contains(error), "{err}");
+        let help = err
+            .lines()
+            .find(|l| l.starts_with("help: "))
+            .unwrap_or_default();
+        assert!(help.contains("rsbuilder 0.1.0"), "{err}");
+        assert_same_tree(&before, &work_tree(&ws), &binary.display().to_string());
+        assert_eq!(git(&ws, &["branch", "--list"]), branches);
+        assert_eq!(git(&ws, &["rev-parse", "HEAD"]), head);
+    }
 }
 
 #[test]
