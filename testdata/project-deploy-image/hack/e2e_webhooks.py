@@ -36,15 +36,14 @@ import binascii
 import copy
 import json
 import pathlib
-import shutil
 import ssl
-import subprocess
 import uuid
 from typing import Any
 
 import aiohttp
 import yaml
 
+import certificates
 from kube_emulator import PatchFailed, json_patch
 
 OPTIONS = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
@@ -53,36 +52,15 @@ STORED_METADATA = {"uid": "6f8c0d2e-0000-4000-8000-000000000001", "resourceVersi
 
 
 def require(tool: str) -> None:
-    if shutil.which(tool) is None:
-        raise SystemExit(f"error: `{tool}` is not on the PATH; the webhook checks need it\n"
-                         f"help: install {tool} (for instance from your distribution's packages)")
+    certificates.require(tool, "the webhook checks")
 
 
 def make_certificate(directory: pathlib.Path) -> pathlib.Path:
     """Writes `tls.crt` and `tls.key` in `directory`, signed by a CA of their own; returns the
     CA's certificate, which is kept out of `directory`."""
-    require("openssl")
-    directory.mkdir(parents=True, exist_ok=True)
-    ca_dir = directory.parent
-
-    def openssl(*args: str) -> None:
-        result = subprocess.run(["openssl", *args], cwd=directory, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise SystemExit(f"error: openssl {' '.join(args)} failed:\n{result.stderr}")
-
-    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    openssl("req", "-x509", *key, "-keyout", str(ca_dir / "ca.key"), "-out", str(ca_dir / "ca.crt"),
-            "-days", "1", "-subj", "/CN=e2e-local CA",
-            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
-    openssl("req", *key, "-keyout", "tls.key", "-out", str(ca_dir / "tls.csr"),
-            "-subj", "/CN=webhook-service.system.svc")
-    extensions = ca_dir / "tls.ext"
-    extensions.write_text("subjectAltName=DNS:webhook-service.system.svc,DNS:localhost,IP:127.0.0.1\n"
-                          "extendedKeyUsage=serverAuth\n")
-    openssl("x509", "-req", "-in", str(ca_dir / "tls.csr"), "-CA", str(ca_dir / "ca.crt"),
-            "-CAkey", str(ca_dir / "ca.key"), "-CAcreateserial", "-out", "tls.crt", "-days", "1",
-            "-extfile", str(extensions))
-    return ca_dir / "ca.crt"
+    return certificates.make_certificate(
+        directory, directory.parent, ["DNS:webhook-service.system.svc", "DNS:localhost", "IP:127.0.0.1"],
+        "e2e-local CA", 1, "the webhook checks")
 
 
 def client_context(ca: pathlib.Path) -> ssl.SSLContext:

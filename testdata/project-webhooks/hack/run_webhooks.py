@@ -29,47 +29,31 @@ import ipaddress
 import json
 import os
 import pathlib
-import shutil
 import signal
 import subprocess
 import sys
 
 import yaml
 
+# No __pycache__ in the project's tree.
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import certificates  # noqa: E402
+
 PROJECT = "myoperator"
-
-
-def require(tool: str) -> None:
-    if shutil.which(tool) is None:
-        raise SystemExit(f"error: `{tool}` is not on the PATH; run-webhooks needs it\n"
-                         f"help: install {tool}")
 
 
 def make_certificate(directory: pathlib.Path, host: str) -> bytes:
     """Writes `tls.crt` and `tls.key` for `host` into `directory`, signed by a CA of their own
     (`ca.crt`, `ca.key`, next to them); returns the CA's certificate."""
-    require("openssl")
-    directory.mkdir(parents=True, exist_ok=True)
-
-    def openssl(*args: str) -> None:
-        result = subprocess.run(["openssl", *args], cwd=directory, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise SystemExit(f"error: openssl {' '.join(args)} failed:\n{result.stderr}")
-
     try:
         ipaddress.ip_address(host)
-        alt = f"IP:{host}"
+        name = f"IP:{host}"
     except ValueError:
-        alt = f"DNS:{host}"
-    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    openssl("req", "-x509", *key, "-keyout", "ca.key", "-out", "ca.crt", "-days", "7",
-            "-subj", f"/CN={PROJECT} local webhooks CA",
-            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
-    openssl("req", *key, "-keyout", "tls.key", "-out", "tls.csr", "-subj", f"/CN={host}")
-    (directory / "tls.ext").write_text(f"subjectAltName={alt}\nextendedKeyUsage=serverAuth\n")
-    openssl("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-            "-CAcreateserial", "-out", "tls.crt", "-days", "7", "-extfile", "tls.ext")
-    return (directory / "ca.crt").read_bytes()
+        name = f"DNS:{host}"
+    ca = certificates.make_certificate(directory, directory, [name], f"{PROJECT} local webhooks CA", 7,
+                                       "run-webhooks")
+    return ca.read_bytes()
 
 
 def local_configurations(project: pathlib.Path, base_url: str, ca: bytes) -> list[dict]:
