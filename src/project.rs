@@ -192,6 +192,39 @@ pub struct ResourceApi {
 }
 
 impl Resource {
+    /// The names of the resource in a project of `domain`: Kubernetes' own kind (a `core`
+    /// resource that `names::find_builtin` knows), with its `k8s_<group>` modules, or the
+    /// project's.
+    pub fn names(&self, domain: &str) -> crate::names::ResourceNames {
+        self.layouts(domain).swap_remove(0)
+    }
+
+    /// [`Resource::names`], and for Kubernetes' own kind also the module layout of an earlier
+    /// rsbuilder (`webhooks/<group>/`), which a project made by it still has.
+    pub fn layouts(&self, domain: &str) -> Vec<crate::names::ResourceNames> {
+        match self.builtin() {
+            Some(kind) => vec![
+                crate::names::builtin_names(kind),
+                crate::names::builtin_names_unprefixed(kind),
+            ],
+            None => vec![crate::names::ResourceNames::new(
+                &self.group,
+                &self.version,
+                &self.kind,
+                self.plural.as_deref(),
+                domain,
+            )],
+        }
+    }
+
+    /// Kubernetes' own kind, for a `core` resource that `names::find_builtin` knows.
+    pub fn builtin(&self) -> Option<&'static crate::names::builtin::Builtin> {
+        if !self.core {
+            return None;
+        }
+        crate::names::find_builtin(&self.group_with_domain(), &self.version, &self.kind)
+    }
+
     /// The resource's domain, or `domain` (the project's) when it records none.
     fn domain_or(&self, domain: &str) -> String {
         if self.domain.is_empty() {

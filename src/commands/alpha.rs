@@ -9,7 +9,6 @@ use std::process::{Command, Stdio};
 
 use anyhow::Context as _;
 
-use crate::names::{self, ResourceNames};
 use crate::project::{self, Project, Resource};
 use crate::ui::{self, UserError};
 
@@ -120,26 +119,8 @@ pub fn commands(
 /// The module paths (`example::v1::cache`) a kind's webhooks may be registered under: one of
 /// Kubernetes' kinds has had two (`k8s_core::v1::pod`, and `core::v1::pod` before).
 fn module_paths(project: &Project, resource: &Resource) -> Vec<String> {
-    let names = match resource.core.then(|| {
-        names::find_builtin(
-            &resource.group_with_domain(),
-            &resource.version,
-            &resource.kind,
-        )
-    }) {
-        Some(Some(kind)) => vec![
-            names::builtin_names(kind),
-            names::builtin_names_unprefixed(kind),
-        ],
-        _ => vec![ResourceNames::new(
-            &resource.group,
-            &resource.version,
-            &resource.kind,
-            resource.plural.as_deref(),
-            &project.domain,
-        )],
-    };
-    names
+    resource
+        .layouts(&project.domain)
         .iter()
         .map(|n| format!("{}::{}::{}", n.group_module, n.version, n.kind_module))
         .collect()

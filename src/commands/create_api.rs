@@ -457,10 +457,7 @@ fn check_clashes(
         .map(|s| (*s).to_owned())
         .collect();
     for other in project.resources.iter().filter(|r| r.core) {
-        let Some(theirs) =
-            names::find_builtin(&other.group_with_domain(), &other.version, &other.kind)
-                .map(names::builtin_names)
-        else {
+        let Some(theirs) = other.builtin().map(names::builtin_names) else {
             continue;
         };
         if theirs.group_dir == names.group_dir {
@@ -1003,10 +1000,10 @@ fn refuse_shared_modules(
         .iter()
         .filter(|r| r.core && r.kind != kind.kind)
     {
-        let Some(theirs) =
-            names::find_builtin(&other.group_with_domain(), &other.version, &other.kind)
-                .map(names::builtin_names)
-                .filter(|theirs| theirs.group_dir == names.group_dir)
+        let Some(theirs) = other
+            .builtin()
+            .map(names::builtin_names)
+            .filter(|theirs| theirs.group_dir == names.group_dir)
         else {
             continue;
         };
@@ -1057,8 +1054,7 @@ fn refuse_builtin_controller_name(
     gvk: &str,
 ) -> anyhow::Result<()> {
     for other in project.resources.iter().filter(|r| r.core && r.controller) {
-        let theirs = names::find_builtin(&other.group_with_domain(), &other.version, &other.kind)
-            .map(names::builtin_names);
+        let theirs = other.builtin().map(names::builtin_names);
         if theirs.is_some_and(|theirs| theirs.controller_name == names.controller_name) {
             return Err(same_controller_name(
                 gvk,

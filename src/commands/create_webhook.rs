@@ -591,22 +591,7 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
 
 /// The names of a resource of PROJECT: a kind of the project's, or one of Kubernetes' own.
 fn resource_names(resource: &Resource, project: &Project) -> ResourceNames {
-    if resource.core
-        && let Some(kind) = names::find_builtin(
-            &resource.group_with_domain(),
-            &resource.version,
-            &resource.kind,
-        )
-    {
-        return names::builtin_names(kind);
-    }
-    ResourceNames::new(
-        &resource.group,
-        &resource.version,
-        &resource.kind,
-        resource.plural.as_deref(),
-        &project.domain,
-    )
+    resource.names(&project.domain)
 }
 
 /// A webhook path: an absolute URL path the manifests and the router share.

@@ -114,11 +114,7 @@ fn refuse_cluster_scoped(project: &Project) -> anyhow::Result<()> {
         .map(|r| format!("{}/{} {}", r.group_with_domain(), r.version, r.kind))
         .collect();
     for resource in project.resources.iter().filter(|r| r.core) {
-        let kind = names::find_builtin(
-            &resource.group_with_domain(),
-            &resource.version,
-            &resource.kind,
-        );
+        let kind = resource.builtin();
         if kind.is_some_and(|kind| !kind.namespaced) {
             cluster_scoped.push(format!(
                 "{}/{} {}",
