@@ -682,6 +682,8 @@ mod tests {
         log: Vec<String>,
         /// Answer every PATCH with 500.
         failing_patches: bool,
+        /// Answer every create and update of a Secret with 403.
+        forbidden_secret_writes: bool,
     }
 
     fn status(code: u16, reason: &str) -> Response<Body> {
@@ -718,6 +720,12 @@ mod tests {
             let mut state = self.state.lock().unwrap();
             state.log.push(format!("{method} {path}"));
             let collection = [SECRETS, VALIDATING, MUTATING, CRDS].contains(&path.as_str());
+            if state.forbidden_secret_writes
+                && path.starts_with(SECRETS)
+                && (method == Method::POST || method == Method::PUT)
+            {
+                return status(403, "Forbidden");
+            }
             match (method, collection) {
                 (Method::GET, true) => {
                     let items: Vec<Value> = state
@@ -992,6 +1000,12 @@ mod tests {
             .unwrap();
         let secret = server.get(SECRET);
         assert_eq!(secret["type"], "kubernetes.io/tls");
+        assert_eq!(secret["metadata"]["namespace"], "operators");
+        // The label a webhook on Secrets can leave out with an objectSelector.
+        assert_eq!(
+            secret["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+            "rsbuilder-runtime"
+        );
         assert_eq!(
             Material::from_secret(&serde_json::from_value(secret).unwrap()),
             Some(served.clone())
@@ -1318,6 +1332,32 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(dir.path().join(TLS_CRT)).unwrap(),
             served.cert
+        );
+    }
+
+    /// A refused write is reported as the API server's refusal, not as a conflict to retry.
+    #[tokio::test]
+    async fn a_refused_create_or_update_is_reported_as_such() {
+        let server = cluster();
+        let dir = tempfile_dir();
+        let (clock, offset) = clock();
+        let certs = replica(&server, dir.path(), &clock);
+        server.state.lock().unwrap().forbidden_secret_writes = true;
+        let error = format!("{:#}", within(certs.check()).await.unwrap_err());
+        assert!(
+            error.contains("failed to create the Secret operators/webhook-server-cert"),
+            "{error}"
+        );
+        assert!(error.contains("Forbidden"), "{error}");
+        server.state.lock().unwrap().forbidden_secret_writes = false;
+        within(certs.check()).await.unwrap();
+        // Due for renewal, and the update refused.
+        offset.store(2 * 86_400 + 3_600, Ordering::SeqCst);
+        server.state.lock().unwrap().forbidden_secret_writes = true;
+        let error = format!("{:#}", within(certs.check()).await.unwrap_err());
+        assert!(
+            error.contains("failed to update the Secret operators/webhook-server-cert"),
+            "{error}"
         );
     }
 
