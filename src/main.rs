@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod diff;
 mod grafana;
+mod helm;
 mod lockfile;
 mod manifest;
 mod names;

@@ -23,11 +23,11 @@ const AUTOUPDATE: &[&str] = &["autoupdate/v1-alpha", "autoupdate.kubebuilder.io/
 /// kubebuilder's Grafana plugin: `edit` adds dashboards of the manager's metrics.
 const GRAFANA: &[&str] = &["grafana/v1-alpha", "grafana.kubebuilder.io/v1-alpha"];
 
-/// The plugins only `edit` adds.
-const EDIT_ONLY: &[&[&str]] = &[AUTOUPDATE, GRAFANA];
+/// kubebuilder's Helm plugin: `edit` writes a chart from the kustomize output.
+const HELM: &[&str] = &["helm/v2-alpha", "helm.kubebuilder.io/v2-alpha"];
 
-/// Plugins kubebuilder has and rsbuilder does not, yet.
-const NOT_YET: &[&str] = &["helm"];
+/// The plugins only `edit` adds.
+const EDIT_ONLY: &[&[&str]] = &[AUTOUPDATE, GRAFANA, HELM];
 
 /// Whether `plugins` (already checked) asks for the autoupdate workflow.
 pub fn autoupdate(plugins: &[String]) -> bool {
@@ -37,6 +37,11 @@ pub fn autoupdate(plugins: &[String]) -> bool {
 /// Whether `plugins` (already checked) asks for the Grafana dashboards.
 pub fn grafana(plugins: &[String]) -> bool {
     plugins.iter().any(|p| GRAFANA.contains(&p.trim()))
+}
+
+/// Whether `plugins` (already checked) asks for the Helm chart.
+pub fn helm(plugins: &[String]) -> bool {
+    plugins.iter().any(|p| HELM.contains(&p.trim()))
 }
 
 /// Checks the `--plugins` of `command`; `deploy_image` says whether the command takes
@@ -63,16 +68,11 @@ pub fn check(command: &str, plugins: &[String], deploy_image: bool) -> Result<bo
                 "drop it here, then run `rsbuilder edit --plugins={plugin}`"
             )));
         }
-        let family = plugin.split(['/', '.']).next().unwrap_or(plugin);
-        let error = if NOT_YET.contains(&family) {
-            UserError::new(format!(
-                "plugin `{plugin}` is not supported by rsbuilder yet"
-            ))
-        } else {
-            UserError::new(format!("unknown plugin `{plugin}` for {command}"))
-        };
+        let error = UserError::new(format!("unknown plugin `{plugin}` for {command}"));
         let known = if deploy_image {
             "go/v4, kustomize/v2 and deploy-image/v1-alpha (with --image)"
+        } else if command == "edit" {
+            "go/v4, kustomize/v2, autoupdate/v1-alpha, grafana/v1-alpha and helm/v2-alpha"
         } else {
             "go/v4 and kustomize/v2"
         };
@@ -100,15 +100,17 @@ mod tests {
             )
             .unwrap()
         );
-        let error = check("edit", &plugins(&["helm/v2-alpha"]), false).unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "plugin `helm/v2-alpha` is not supported by rsbuilder yet"
-        );
+        let error = check("edit", &plugins(&["helm/v1-alpha"]), false).unwrap_err();
+        assert_eq!(error.to_string(), "unknown plugin `helm/v1-alpha` for edit");
         assert_eq!(
             error.help_text(),
-            Some("drop it from --plugins; rsbuilder knows go/v4 and kustomize/v2")
+            Some(
+                "drop it from --plugins; rsbuilder knows go/v4, kustomize/v2, autoupdate/v1-alpha, grafana/v1-alpha and helm/v2-alpha"
+            )
         );
+        assert!(!check("edit", &plugins(&["helm.kubebuilder.io/v2-alpha"]), false).unwrap());
+        assert!(helm(&plugins(&["helm/v2-alpha"])));
+        assert!(!helm(&plugins(&["grafana/v1-alpha"])));
         let error = check("init", &plugins(&["deploy-image/v1-alpha"]), false).unwrap_err();
         assert_eq!(
             error.to_string(),

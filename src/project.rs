@@ -17,6 +17,8 @@ pub const LAYOUT: &str = "rsbuilder.io/v1";
 pub const AUTOUPDATE: &str = "autoupdate.kubebuilder.io/v1-alpha";
 /// The plugin key under which kubebuilder records `edit --plugins=grafana/v1-alpha`.
 pub const GRAFANA: &str = "grafana.kubebuilder.io/v1-alpha";
+/// The plugin key under which kubebuilder records `edit --plugins=helm/v2-alpha`.
+pub const HELM: &str = "helm.kubebuilder.io/v2-alpha";
 /// The plugin key under which kubebuilder records `create api --image`.
 pub const DEPLOY_IMAGE: &str = "deploy-image.go.kubebuilder.io/v1-alpha";
 /// The file name, at the project root.
@@ -31,6 +33,8 @@ pub struct Project {
     pub cli_version: String,
     /// Whether `grafana/` holds dashboards of the manager's metrics.
     pub grafana: bool,
+    /// The Helm chart's source and place, when `edit --plugins=helm/v2-alpha` made one.
+    pub helm: Option<HelmRecord>,
     /// The domain of the API groups.
     pub domain: String,
     /// `--multigroup`: recorded as kubebuilder records it. Every rsbuilder project holds any
@@ -285,6 +289,19 @@ struct StoredPlugin {
     runtime_version: Option<String>,
     #[serde(default)]
     resources: Vec<DeployImage>,
+    #[serde(default)]
+    manifests: Option<String>,
+    #[serde(default)]
+    output: Option<String>,
+}
+
+/// What PROJECT records of the Helm chart, as kubebuilder records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelmRecord {
+    /// The kustomize output the chart is made from.
+    pub manifests: String,
+    /// The directory that holds `chart/`.
+    pub output: String,
 }
 
 /// The directory holding PROJECT: `start` or the nearest of its parents.
@@ -381,6 +398,16 @@ fn parse(text: &str) -> anyhow::Result<Project> {
         autoupdate: stored.plugins.contains_key(AUTOUPDATE),
         cli_version: stored.cli_version,
         grafana: stored.plugins.contains_key(GRAFANA),
+        helm: stored.plugins.get(HELM).map(|p| HelmRecord {
+            manifests: p
+                .manifests
+                .clone()
+                .unwrap_or_else(|| crate::helm::DEFAULT_MANIFESTS.to_owned()),
+            output: p
+                .output
+                .clone()
+                .unwrap_or_else(|| crate::helm::DEFAULT_OUTPUT.to_owned()),
+        }),
         domain: stored.domain,
         multigroup: stored.multigroup,
         namespaced: stored.namespaced,
@@ -450,6 +477,14 @@ impl Project {
         }
         if self.grafana {
             let _ = writeln!(out, "  {GRAFANA}: {{}}");
+        }
+        if let Some(helm) = &self.helm {
+            let _ = writeln!(
+                out,
+                "  {HELM}:\n    manifests: {}\n    output: {}",
+                crate::yaml::scalar(&helm.manifests),
+                crate::yaml::scalar(&helm.output)
+            );
         }
         let _ = writeln!(
             out,
@@ -656,6 +691,7 @@ mod tests {
             autoupdate: false,
             cli_version: "0.1.0".into(),
             grafana: false,
+            helm: None,
             domain: "learn.com".into(),
             multigroup: false,
             namespaced: false,

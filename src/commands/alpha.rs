@@ -44,8 +44,7 @@ pub fn generate(options: GenerateOptions) -> anyhow::Result<()> {
             refuse_unless_empty(&dir)?;
             let exe = std::env::current_exe().context("failed to find the rsbuilder binary")?;
             crate::apply::fill_new_dir(&dir, |dir| {
-                run_all(&exe, &commands, dir)?;
-                carry_grafana_config(&root, &project, &exe, dir)
+                scaffold_again(&root, &project, &exe, &commands, dir)
             })?;
             ui::note(&format!(
                 "\nScaffolded `{}` again in {} from its PROJECT.",
@@ -112,6 +111,16 @@ pub fn commands(
     }
     if project.autoupdate {
         commands.push(words(&["edit", "--plugins=autoupdate/v1-alpha"]));
+    }
+    if let Some(helm) = &project.helm {
+        let mut command = words(&["edit", HELM_PLUGIN]);
+        if helm.manifests != crate::helm::DEFAULT_MANIFESTS {
+            command.extend(words(&["--manifests", &helm.manifests]));
+        }
+        if helm.output != crate::helm::DEFAULT_OUTPUT {
+            command.extend(words(&["--output-dir", &helm.output]));
+        }
+        commands.push(command);
     }
     Ok(commands)
 }
@@ -369,6 +378,79 @@ fn refuse_unless_empty(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The flag of the Helm chart's command, which [`commands`] puts last.
+const HELM_PLUGIN: &str = "--plugins=helm/v2-alpha";
+
+/// `commands` without the Helm chart's command, and that command: the chart is made from the
+/// project's install file, which [`carry_helm_chart`] brings along first.
+pub fn split_helm(commands: &[Vec<String>]) -> (&[Vec<String>], Option<&Vec<String>>) {
+    match commands.split_last() {
+        Some((last, rest)) if last.get(1).map(String::as_str) == Some(HELM_PLUGIN) => {
+            (rest, Some(last))
+        }
+        _ => (commands, None),
+    }
+}
+
+/// Runs `commands` in `dir`, then what carries the user's own files along: the Grafana
+/// configuration, and the install file, `Chart.yaml` and `values.yaml` of the Helm chart.
+fn scaffold_again(
+    root: &Path,
+    project: &Project,
+    exe: &Path,
+    commands: &[Vec<String>],
+    dir: &Path,
+) -> anyhow::Result<()> {
+    let (commands, helm) = split_helm(commands);
+    run_all(exe, commands, dir)?;
+    carry_grafana_config(root, project, exe, dir)?;
+    if let Some(helm) = helm {
+        carry_helm_chart(root, project, exe, helm, dir)?;
+    }
+    Ok(())
+}
+
+/// The chart is made from the install file (`make build-installer`), which is not part of the
+/// scaffold: it is copied into the new tree with the chart's `Chart.yaml` and `values.yaml`,
+/// which are the user's, and the Helm command runs there.
+fn carry_helm_chart(
+    root: &Path,
+    project: &Project,
+    exe: &Path,
+    command: &[String],
+    dir: &Path,
+) -> anyhow::Result<()> {
+    let record = project
+        .helm
+        .as_ref()
+        .expect("a Helm command comes from PROJECT's record");
+    if !root.join(&record.manifests).is_file() {
+        return Err(UserError::new(format!(
+            "PROJECT records a Helm chart made from `{}`, which does not exist",
+            record.manifests
+        ))
+        .help("run `make build-installer` first, so that the chart can be made again")
+        .into());
+    }
+    let chart = Path::new(&record.output).join("chart");
+    for file in [
+        PathBuf::from(&record.manifests),
+        chart.join("Chart.yaml"),
+        chart.join("values.yaml"),
+    ] {
+        if !root.join(&file).is_file() {
+            continue;
+        }
+        if let Some(parent) = dir.join(&file).parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("failed to create {}", parent.display()))?;
+        }
+        std::fs::copy(root.join(&file), dir.join(&file))
+            .with_context(|| format!("failed to copy {}", file.display()))?;
+    }
+    run_all(exe, &[command.to_vec()], dir)
+}
+
 /// The user's list of metrics, `grafana/custom-metrics/config.yaml`, is the user's, not the
 /// scaffold's: it is copied into the new tree, and the Grafana edit run again there to chart it.
 fn carry_grafana_config(
@@ -444,8 +526,7 @@ fn in_place(
     let _lock = crate::apply::lock(root)?;
     let exe = std::env::current_exe().context("failed to find the rsbuilder binary")?;
     crate::apply::replace_tree(root, &project.project_name, |fresh| {
-        run_all(&exe, commands, fresh)?;
-        carry_grafana_config(root, project, &exe, fresh)
+        scaffold_again(root, project, &exe, commands, fresh)
     })?;
     ui::note(&format!(
         "\nScaffolded `{}` again in place from its PROJECT; `git status` and `git diff` show what changed.",

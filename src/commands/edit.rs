@@ -68,12 +68,29 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
     project.autoupdate |= autoupdate;
     let grafana = crate::plugins::grafana(&args.plugins);
     project.grafana |= grafana;
+    let helm = helm_record(&args, &project)?;
+    if let Some(record) = &helm {
+        project.helm = Some(record.clone());
+    }
     let mut plan = plan(root, &mut project, &old, &new, args.force)?;
     if autoupdate {
         plan.files.extend(autoupdate_workflow(args.force)?);
     }
     if grafana {
         plan.files.extend(crate::grafana::files(root, args.force)?);
+    }
+    if let Some(record) = &helm {
+        let options = crate::helm::Options {
+            manifests: record.manifests.clone(),
+            output: record.output.clone(),
+            force: args.force,
+        };
+        let files = crate::helm::files(root, &project, &options)?;
+        plan.files.extend(files);
+        let extra = crate::helm::project_files(root, &project, record, &plan.files, args.force)?;
+        plan.files
+            .retain(|f| !extra.iter().any(|e| e.path == f.path));
+        plan.files.extend(extra);
     }
     apply::apply(
         root,
@@ -91,6 +108,45 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
         });
     }
     Ok(())
+}
+
+/// What `--plugins=helm/v2-alpha` records, from `--manifests` and `--output-dir`, or what
+/// PROJECT recorded; `None` without the plugin. Both paths stay inside the project.
+fn helm_record(args: &EditArgs, project: &Project) -> anyhow::Result<Option<project::HelmRecord>> {
+    if !crate::plugins::helm(&args.plugins) {
+        if let Some(flag) = [
+            ("--manifests", &args.manifests),
+            ("--output-dir", &args.output_dir),
+        ]
+        .into_iter()
+        .find_map(|(flag, value)| value.as_ref().map(|_| flag))
+        {
+            return Err(UserError::new(format!(
+                "{flag} is an option of the Helm plugin, which this command does not run"
+            ))
+            .help("add --plugins=helm/v2-alpha, or drop the option")
+            .into());
+        }
+        return Ok(None);
+    }
+    let recorded = project.helm.clone();
+    let manifests = args
+        .manifests
+        .clone()
+        .or_else(|| recorded.as_ref().map(|r| r.manifests.clone()))
+        .unwrap_or_else(|| crate::helm::DEFAULT_MANIFESTS.to_owned());
+    let output = args
+        .output_dir
+        .clone()
+        .or_else(|| recorded.as_ref().map(|r| r.output.clone()))
+        .unwrap_or_else(|| crate::helm::DEFAULT_OUTPUT.to_owned());
+    for (flag, value, example) in [
+        ("--manifests", &manifests, crate::helm::DEFAULT_MANIFESTS),
+        ("--output-dir", &output, crate::helm::DEFAULT_OUTPUT),
+    ] {
+        crate::helm::check_path(flag, value, example)?;
+    }
+    Ok(Some(project::HelmRecord { manifests, output }))
 }
 
 /// `.github/workflows/auto_update.yml` (`--plugins=autoupdate/v1-alpha`): a workflow that

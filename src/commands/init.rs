@@ -143,6 +143,7 @@ fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
         autoupdate: false,
         cli_version: versions::RSBUILDER.to_owned(),
         grafana: false,
+        helm: None,
         domain: context.domain.clone(),
         multigroup: args.multigroup,
         namespaced: context.namespaced,

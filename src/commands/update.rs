@@ -153,6 +153,9 @@ pub fn update(options: UpdateOptions) -> anyhow::Result<()> {
     let manifest = std::fs::read_to_string(root.join("Cargo.toml"))
         .context("failed to read the workspace Cargo.toml")?;
     let commands = alpha::commands(&project, &manifest, &alpha::registration_order(root)?)?;
+    // The Helm chart is made from the install file, a build output; it stays as the user has
+    // it, and `make build-installer` with the Helm edit remakes it after the update.
+    let commands = alpha::split_helm(&commands).0.to_vec();
     let scratch = apply::Scratch::new("update")?;
     let (base, theirs) = (scratch.path().join("old"), scratch.path().join("new"));
     ui::note(&format!(

@@ -936,8 +936,8 @@ fn image_flags_are_checked_before_anything_is_written() {
         ),
         (
             &["--image=nginx", "--plugins=helm/v2-alpha"],
-            "plugin `helm/v2-alpha` is not supported by rsbuilder yet",
-            "drop it from --plugins; rsbuilder knows go/v4, kustomize/v2 and deploy-image/v1-alpha (with --image)",
+            "plugin `helm/v2-alpha` is added to a project by `rsbuilder edit`, not by create api",
+            "drop it here, then run `rsbuilder edit --plugins=helm/v2-alpha`",
         ),
     ];
     for (extra, error, help) in cases {

@@ -189,9 +189,9 @@ fn what_cannot_work_is_refused() {
     );
     refuses(
         &ws,
-        &["--plugins=helm.kubebuilder.io/v2-alpha"],
-        "plugin `helm.kubebuilder.io/v2-alpha` is not supported by rsbuilder yet",
-        "drop it from --plugins",
+        &["--plugins=helm.kubebuilder.io/v3-alpha"],
+        "unknown plugin `helm.kubebuilder.io/v3-alpha` for edit",
+        "drop it from --plugins; rsbuilder knows go/v4, kustomize/v2, autoupdate/v1-alpha, grafana/v1-alpha and helm/v2-alpha",
     );
     refuses(
         &ws,
@@ -471,5 +471,181 @@ fn the_autoupdate_plugin_adds_the_update_workflow_once_and_keeps_the_users() {
         ],
         "plugin `autoupdate/v1-alpha` is added to a project by `rsbuilder edit`, not by create api\n",
         "drop it here, then run `rsbuilder edit --plugins=autoupdate/v1-alpha`",
+    );
+}
+
+/// `make build-installer`'s install file, written with `kubectl kustomize config/default`; `None`
+/// with a note when kubectl does not run, unless `RSBUILDER_REQUIRE_KUBECTL=1`.
+fn build_installer(ws: &Workspace) -> Option<()> {
+    match std::process::Command::new("kubectl")
+        .args(["kustomize", "config/default"])
+        .current_dir(ws.root())
+        .output()
+    {
+        Ok(output) if output.status.success() => {
+            ws.write(
+                "dist/install.yaml",
+                &String::from_utf8(output.stdout).unwrap(),
+            );
+            Some(())
+        }
+        result if std::env::var("RSBUILDER_REQUIRE_KUBECTL").as_deref() == Ok("1") => {
+            panic!("RSBUILDER_REQUIRE_KUBECTL=1, but kubectl kustomize fails: {result:?}")
+        }
+        result => {
+            eprintln!("note: skipping the Helm plugin test, kubectl kustomize fails: {result:?}");
+            None
+        }
+    }
+}
+
+/// kubebuilder's Helm plugin: a chart from the install file, recorded in PROJECT, with the
+/// Makefile's Helm targets added once; a re-run rewrites the templates, keeps `Chart.yaml`, and
+/// keeps the user's values while adding the keys they lack. scripts/check-chart.sh checks such
+/// charts with a real helm (scripts/test.sh).
+#[test]
+fn the_helm_plugin_makes_a_chart_from_the_install_file_and_keeps_the_users_values() {
+    let ws = project(&[]);
+    refuses(
+        &ws,
+        &["--plugins=helm/v2-alpha"],
+        "`dist/install.yaml` does not exist: the chart is made from the kustomize output",
+        "run `make build-installer` first, or name another file with --manifests",
+    );
+    refuses(
+        &ws,
+        &["--manifests", "dist/install.yaml"],
+        "--manifests is an option of the Helm plugin, which this command does not run",
+        "add --plugins=helm/v2-alpha, or drop the option",
+    );
+    for (flag, value) in [
+        ("--manifests", "../install.yaml"),
+        ("--output-dir", "/tmp/dist"),
+        ("--output-dir", "dist chart"),
+    ] {
+        let error = stderr(
+            &ws.run(&["edit", "--plugins=helm/v2-alpha", flag, value])
+                .code(1),
+        );
+        assert!(
+            error.starts_with(&format!("error: {flag} `{value}`: must be ")),
+            "{error}"
+        );
+    }
+    if build_installer(&ws).is_none() {
+        return;
+    }
+    let err = stderr(
+        &ws.run(&["edit", "--plugins=helm.kubebuilder.io/v2-alpha"])
+            .success(),
+    );
+    for line in [
+        "created dist/chart/Chart.yaml",
+        "created dist/chart/values.yaml",
+        "created dist/chart/values.schema.json",
+        "created dist/chart/templates/_helpers.tpl",
+        "created dist/chart/templates/crd/appotps.appotp.learn.com.yaml",
+        "created dist/chart/templates/manager/manager.yaml",
+        "created dist/chart/templates/rbac/manager-role.yaml",
+        "created dist/chart/templates/webhook/mutating-webhook-configuration.yaml",
+        "created dist/chart/templates/cert-manager/serving-cert.yaml",
+        "created .github/workflows/test-chart.yml",
+        "updated Makefile",
+        "updated PROJECT",
+    ] {
+        assert!(
+            err.lines().any(|l| l == line),
+            "missing {line:?} in:\n{err}"
+        );
+    }
+    assert!(ws.read("PROJECT").contains(
+        "\n  helm.kubebuilder.io/v2-alpha:\n    manifests: dist/install.yaml\n    output: dist\n"
+    ));
+    let makefile = ws.read("Makefile");
+    for target in [
+        "install-helm:",
+        "helm-deploy:",
+        "helm-uninstall:",
+        "helm-status:",
+        "helm-history:",
+        "helm-rollback:",
+    ] {
+        assert_eq!(
+            makefile.lines().filter(|l| l.starts_with(target)).count(),
+            1,
+            "{target}"
+        );
+    }
+    assert!(makefile.contains("\nHELM_CHART ?= dist/chart\nHELM_RELEASE ?= otp-operator\n"));
+    let crd = ws.read("dist/chart/templates/crd/appotps.appotp.learn.com.yaml");
+    assert!(
+        crd.contains("\n    helm.sh/resource-policy: keep\n"),
+        "{crd}"
+    );
+    let webhook = ws.read("dist/chart/templates/webhook/mutating-webhook-configuration.yaml");
+    assert!(
+        webhook.contains("cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/{{ include \"otp-operator.resourceName\" (dict \"suffix\" \"serving-cert\" \"context\" $) }}"),
+        "{webhook}"
+    );
+    assert!(!webhook.contains("otp-operator-system"), "{webhook}");
+
+    // A second run changes nothing.
+    let before = ws.snapshot();
+    ws.run(&["edit", "--plugins=helm/v2-alpha"]).success();
+    assert_same_tree(&before, &ws.snapshot(), "a second run");
+
+    // The user's values and Chart.yaml are kept; a value set to null stays removed, a key
+    // deleted comes back, and a template edited by hand is rewritten.
+    let values = ws
+        .read("dist/chart/values.yaml")
+        .replace("  replicas: 1\n", "  replicas: 3 # three\n")
+        .replace("networkPolicy:\n  enabled: false\n", "")
+        .replace("prometheus:\n  enabled: false\n", "prometheus: null\n");
+    ws.write("dist/chart/values.yaml", &values);
+    ws.write(
+        "dist/chart/Chart.yaml",
+        "apiVersion: v2\nname: mine\nversion: 9.9.9\n",
+    );
+    ws.write("dist/chart/templates/manager/manager.yaml", "edited\n");
+    let err = stderr(&ws.run(&["edit", "--plugins=helm/v2-alpha"]).success());
+    assert!(
+        err.lines().any(|l| l == "kept dist/chart/Chart.yaml"),
+        "{err}"
+    );
+    let merged = ws.read("dist/chart/values.yaml");
+    assert!(merged.starts_with(&values), "{merged}");
+    assert!(
+        merged.ends_with("\nnetworkPolicy:\n  enabled: false\n"),
+        "{merged}"
+    );
+    assert!(merged.contains("\nprometheus: null\n"), "{merged}");
+    assert_eq!(
+        ws.read("dist/chart/Chart.yaml"),
+        "apiVersion: v2\nname: mine\nversion: 9.9.9\n"
+    );
+    assert_ne!(
+        ws.read("dist/chart/templates/manager/manager.yaml"),
+        "edited\n"
+    );
+
+    // --force replaces the values, and still keeps Chart.yaml.
+    ws.run(&["edit", "--plugins=helm/v2-alpha", "--force"])
+        .success();
+    assert!(
+        ws.read("dist/chart/values.yaml")
+            .contains("  replicas: 1\n")
+    );
+    assert_eq!(
+        ws.read("dist/chart/Chart.yaml"),
+        "apiVersion: v2\nname: mine\nversion: 9.9.9\n"
+    );
+
+    // A values.yaml that is not YAML is refused, and nothing changes.
+    ws.write("dist/chart/values.yaml", "manager: [\n");
+    refuses(
+        &ws,
+        &["--plugins=helm/v2-alpha"],
+        "dist/chart/values.yaml is not valid YAML",
+        "correct it, or run again with --force",
     );
 }

@@ -149,6 +149,26 @@ fn run_kubebuilder_script(name: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, project)
 }
 
+/// Whether kubectl runs; when it does not, a note says what is skipped, unless
+/// `RSBUILDER_REQUIRE_KUBECTL=1` makes that a failure.
+fn kubectl_runs() -> bool {
+    match std::process::Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+    {
+        Ok(output) if output.status.success() => true,
+        result if std::env::var("RSBUILDER_REQUIRE_KUBECTL").as_deref() == Ok("1") => {
+            panic!("RSBUILDER_REQUIRE_KUBECTL=1, but kubectl does not run: {result:?}")
+        }
+        result => {
+            eprintln!(
+                "note: skipping golden project-v4-with-plugins, whose `make build-installer` needs kubectl: {result:?}"
+            );
+            false
+        }
+    }
+}
+
 /// Splits a command line on spaces, keeping single-quoted text together.
 fn split(command: &str) -> Vec<String> {
     let mut words = Vec::new();
@@ -192,6 +212,10 @@ fn golden_projects_are_up_to_date() {
         compare(scenario.name, ws.root(), bless, &mut stale);
     }
     for name in KUBEBUILDER_SCRIPTS {
+        // project-v4-with-plugins runs `make build-installer`, whose kustomize build is kubectl's.
+        if *name == "project-v4-with-plugins" && !kubectl_runs() {
+            continue;
+        }
         let (_dir, project) = run_kubebuilder_script(name);
         compare(name, &project, bless, &mut stale);
     }

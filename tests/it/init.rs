@@ -353,8 +353,8 @@ fn kubebuilder_init_flags_are_accepted_and_unknown_plugins_refused() {
     let ws = Workspace::new("otp-operator");
     refuses(
         &ws,
-        &["init", "--domain", "learn.com", "--plugins=helm/v2-alpha"],
-        "plugin `helm/v2-alpha` is not supported by rsbuilder yet",
+        &["init", "--domain", "learn.com", "--plugins=helm/v1-alpha"],
+        "unknown plugin `helm/v1-alpha` for init",
         "drop it from --plugins; rsbuilder knows go/v4 and kustomize/v2",
     );
     ws.run(&[
