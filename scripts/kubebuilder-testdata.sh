@@ -5,10 +5,10 @@
 # flag as kubebuilder's users write it. The external-API commands are left out: their
 # --external-api-path, --external-api-domain and --external-api-module name Go packages and Go
 # modules. The grafana, helm and autoupdate lines run, and so does `make build-installer`, which
-# writes the dist/install.yaml the helm plugin reads; its `manifests` step is given RSBUILDER=true,
-# a no-op, since the scaffold's manifests are current already (scripts/test.sh proves it of every
-# golden project with `rsbuilder generate --check`) and regenerating them would compile the
-# project. It needs kubectl, whose kustomize builds the install file.
+# writes the dist/install.yaml the helm plugin reads. The Makefile's RSBUILDER is the rsbuilder
+# on PATH when its version is the project's, so RSBUILDER is put first on PATH for it; its
+# `manifests` step compiles the project's crdgen (set CARGO_TARGET_DIR to share the
+# dependencies' builds), and kubectl's kustomize builds the install file.
 # The Go module steps (go mod init, go mod tidy) have no counterpart. What kubebuilder's
 # `make all` and `make build-installer` check after the commands, scripts/test.sh checks of every
 # golden project: build, clippy, tests, `rsbuilder generate --check` and the kustomize builds.
@@ -32,6 +32,11 @@ if [[ "$kb" == */* ]]; then
 fi
 mkdir -p "$output"
 output="$(cd "$output" && pwd)"
+# `rsbuilder` on PATH for the Makefile: the binary given.
+bin="$(mktemp -d)"
+trap 'rm -rf "$bin"' EXIT
+[[ "$kb" == */* ]] || kb="$(command -v "$kb")"
+ln -s "$kb" "$bin/rsbuilder"
 projects=("$@")
 if ((${#projects[@]} == 0)); then
   projects=(project-v4-multigroup project-v4-with-plugins)
@@ -109,7 +114,7 @@ scaffold_test_project() {
   fi
 
   if [[ $project =~ with-plugins ]]; then
-    run_make build-installer RSBUILDER=true
+    PATH="$bin:$PATH" run_make build-installer
     run edit --plugins=helm.kubebuilder.io/v2-alpha
     run edit --plugins=autoupdate.kubebuilder.io/v1-alpha
   fi

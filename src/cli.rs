@@ -27,7 +27,7 @@ pub enum Command {
     /// Scaffold a Kubernetes API (a kind's types and manifests), a controller, or webhooks
     #[command(subcommand)]
     Create(CreateCommand),
-    /// Change what `init` decided for this project: its scope, license and owner
+    /// Change what `init` decided (scope, license, owner), or add kubebuilder's optional plugins: autoupdate, grafana and helm
     Edit(EditArgs),
     /// Regenerate the CRDs (from the compiled types), the RBAC role and the webhook
     /// configurations (from the markers)

@@ -295,26 +295,12 @@ fn cert_manager_templates(
     out
 }
 
-/// Every template: path under `templates/` and contents.
-fn templates(
+/// The templates written from `static/`, with the install file's names and defaults filled in.
+fn static_templates(
     install: &Install,
     defaults: &values::Defaults,
-) -> anyhow::Result<Vec<(String, String)>> {
-    let chart = install.chart.as_str();
-    let fill = |text: &str| -> String {
-        text.replace("CHART", chart)
-            .replace("DEPLOYMENT_SUFFIX", &defaults.deployment)
-            .replace("METRICS_SERVICE_SUFFIX", &defaults.metrics_service)
-            .replace("WEBHOOK_SERVICE_SUFFIX", &defaults.webhook_service)
-            .replace("ISSUER_SUFFIX", &defaults.issuer)
-            .replace("METRICS_ENABLED", bool_text(defaults.metrics))
-            .replace("WEBHOOK_ENABLED", bool_text(defaults.webhook))
-            .replace("CERT_MANAGER_ENABLED", bool_text(defaults.cert_manager))
-            .replace("METRICS_PORT", &defaults.metrics_port.to_string())
-            .replace("WEBHOOK_PORT", &defaults.webhook_port.to_string())
-            .replace("PROBE_PORT", &defaults.probe_port.to_string())
-            .replace("REPOSITORY", &defaults.repository.replace('"', ""))
-    };
+    fill: &dyn Fn(&str) -> String,
+) -> Vec<(String, String)> {
     let mut out = vec![
         (
             "_helpers.tpl".to_owned(),
@@ -377,15 +363,39 @@ fn templates(
         ));
         out.push((
             "webhook/certificates-rbac.yaml".into(),
-            fill(&objects::self_managed_rbac(install, defaults)),
+            fill(&objects::self_managed_rbac(install)),
         ));
     }
     if defaults.cert_manager {
-        out.extend(cert_manager_templates(install, defaults, &fill));
+        out.extend(cert_manager_templates(install, defaults, fill));
     }
+    out
+}
+
+/// Every template: path under `templates/` and contents.
+fn templates(
+    install: &Install,
+    defaults: &values::Defaults,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let chart = install.chart.as_str();
+    let fill = |text: &str| -> String {
+        text.replace("CHART", chart)
+            .replace("DEPLOYMENT_SUFFIX", &defaults.deployment)
+            .replace("METRICS_SERVICE_SUFFIX", &defaults.metrics_service)
+            .replace("WEBHOOK_SERVICE_SUFFIX", &defaults.webhook_service)
+            .replace("ISSUER_SUFFIX", &defaults.issuer)
+            .replace("METRICS_ENABLED", bool_text(defaults.metrics))
+            .replace("WEBHOOK_ENABLED", bool_text(defaults.webhook))
+            .replace("CERT_MANAGER_ENABLED", bool_text(defaults.cert_manager))
+            .replace("METRICS_PORT", &defaults.metrics_port.to_string())
+            .replace("WEBHOOK_PORT", &defaults.webhook_port.to_string())
+            .replace("PROBE_PORT", &defaults.probe_port.to_string())
+            .replace("REPOSITORY", &defaults.repository.replace('"', ""))
+    };
+    let mut out = static_templates(install, defaults, &fill);
     for object in &install.objects {
         if let Some((path, text)) = objects::template(install, defaults, object)? {
-            out.push((path, fill(&text)));
+            out.push((path, text));
         }
     }
     // Two objects of the install file may map to one file name (a Role and a ClusterRole of
@@ -489,4 +499,53 @@ pub fn project_files(
         },
     });
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_plugins_own_text_is_filled_in() {
+        let objects = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op-controller-manager\n  namespace: op-system\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        image: op:v1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: op-settings\n  namespace: op-system\ndata:\n  text: CHART REPOSITORY METRICS_PORT SECTION\n";
+        let install = Install {
+            chart: "op".into(),
+            prefix: "op-".into(),
+            namespace: "op-system".into(),
+            namespaced: false,
+            objects: serde_yaml::Deserializer::from_str(objects)
+                .map(|d| Value::deserialize(d).unwrap())
+                .collect(),
+        };
+        let defaults = values::Defaults::of(&install).unwrap();
+        let templates = templates(&install, &defaults).unwrap();
+        let find = |path: &str| {
+            templates
+                .iter()
+                .find(|(p, _)| p == path)
+                .map(|(_, text)| text.as_str())
+                .unwrap_or_else(|| panic!("no {path}"))
+        };
+        let config_map = find("extra/configmap-settings.yaml");
+        assert!(
+            config_map.contains("\n  text: CHART REPOSITORY METRICS_PORT SECTION\n"),
+            "{config_map}"
+        );
+        assert!(
+            config_map.contains("include \"op.resourceName\""),
+            "{config_map}"
+        );
+        let helpers = find("_helpers.tpl");
+        assert!(
+            helpers.contains("{{- define \"op.resourceName\" -}}"),
+            "{helpers}"
+        );
+        assert!(helpers.contains("| default \"op\" }}"), "{helpers}");
+        assert!(
+            !helpers.contains("CHART") && !helpers.contains("REPOSITORY"),
+            "{helpers}"
+        );
+        // No webhook in the install file: no webhook templates.
+        assert!(!templates.iter().any(|(p, _)| p.starts_with("webhook/")));
+    }
 }

@@ -14,8 +14,8 @@ use super::{GENERATED, Install};
 
 /// The text of every mark; the install file may not hold it.
 pub const PLACEHOLDER: &str = "RSBUILDER_HELM_MARK_";
-/// In a line mark's template: the line's indentation plus two, for `nindent`.
-const INDENT_PLUS_2: &str = "RSBUILDER_HELM_MARK_INDENT";
+/// In a line mark's template: the line's indentation, for `nindent`.
+const INDENT: &str = "RSBUILDER_HELM_MARK_INDENT";
 
 /// The object's kind.
 pub fn kind(object: &Value) -> &str {
@@ -56,8 +56,9 @@ fn go_string(text: &str) -> String {
 }
 
 /// Marks put into an object, and the template text each stands for.
-#[derive(Default)]
 struct Marks {
+    /// The chart's name, which the helpers' names (`"CHART.labels"`) take.
+    chart: String,
     /// Marks of a scalar value: replaced where they stand.
     values: Vec<String>,
     /// Marks of a whole `key: value` line: replaced by lines at the line's indentation.
@@ -65,13 +66,27 @@ struct Marks {
 }
 
 impl Marks {
+    fn new(chart: &str) -> Self {
+        Marks {
+            chart: chart.to_owned(),
+            values: Vec::new(),
+            lines: Vec::new(),
+        }
+    }
+
+    /// `template` with the helpers' names made the chart's. Only the text of the marks is
+    /// filled in: the install file's own text may hold anything.
+    fn named(&self, template: &str) -> String {
+        template.replace("\"CHART.", &format!("\"{}.", self.chart))
+    }
+
     fn value(&mut self, template: String) -> Value {
-        self.values.push(template);
+        self.values.push(self.named(&template));
         Value::String(format!("{PLACEHOLDER}V{}", self.values.len() - 1))
     }
 
     fn line(&mut self, template: String) -> Value {
-        self.lines.push(template);
+        self.lines.push(self.named(&template));
         Value::String(format!("{PLACEHOLDER}L{}", self.lines.len() - 1))
     }
 
@@ -93,9 +108,9 @@ impl Marks {
                     .next()
                     .and_then(|n| n.parse().ok())
                     .expect("a line mark is a number followed by `: `");
-                let nindent = (indent.len() + 2).to_string();
+                let nindent = indent.len().to_string();
                 for template_line in self.lines[index].lines() {
-                    let template_line = template_line.replace(INDENT_PLUS_2, &nindent);
+                    let template_line = template_line.replace(INDENT, &nindent);
                     let _ = writeln!(out, "{indent}{template_line}");
                 }
                 continue;
@@ -139,10 +154,10 @@ pub fn template(
     let Some(placement) = placement(kind, &suffix, object, defaults) else {
         return Ok(None);
     };
-    let mut marks = Marks::default();
+    let mut marks = Marks::new(&install.chart);
     let mut object = object.clone();
     mark_name_and_kind(install, defaults, &mut object, &mut marks, &suffix);
-    mark_labels_and_annotations(install, &mut object, &mut marks)?;
+    mark_labels_and_annotations(install, &mut object, &mut marks);
     mark_references(install, defaults, &mut object, &mut marks);
     if kind == "CustomResourceDefinition" {
         mark_conversion(install, &mut object, &mut marks)?;
@@ -151,7 +166,7 @@ pub fn template(
     let mut out = String::new();
     let _ = writeln!(out, "{GENERATED}");
     if let Some(condition) = &placement.condition {
-        let _ = writeln!(out, "{{{{- if {condition} }}}}");
+        let _ = writeln!(out, "{{{{- if {} }}}}", marks.named(condition));
     }
     out.push_str(&body);
     if placement.condition.is_some() {
@@ -258,44 +273,43 @@ fn mark_name_and_kind(
 
 /// The chart's labels with the object's own, and its annotations: cert-manager's CA injection
 /// while `certManager.enabled`, and for a CRD `helm.sh/resource-policy: keep` while `crd.keep`.
-fn mark_labels_and_annotations(
-    install: &Install,
-    object: &mut Value,
-    marks: &mut Marks,
-) -> anyhow::Result<()> {
+/// The object's own labels and annotations stay keys of its YAML, escaped as the rest of it.
+fn mark_labels_and_annotations(install: &Install, object: &mut Value, marks: &mut Marks) {
     let kind = self::kind(object).to_owned();
     let metadata = object
         .get_mut("metadata")
         .and_then(Value::as_mapping_mut)
         .expect("every object has metadata");
-    let mut labels = metadata
+    let mut labels = Mapping::new();
+    labels.insert(
+        marks.line(format!(
+            "{{{{- include \"CHART.labels\" . | nindent {INDENT} }}}}"
+        )),
+        Value::String(String::new()),
+    );
+    let own = metadata
         .remove("labels")
-        .and_then(|l| l.as_mapping().cloned())
-        .unwrap_or_default();
-    for standard in [
-        "app.kubernetes.io/name",
-        "app.kubernetes.io/managed-by",
-        "app.kubernetes.io/instance",
-    ] {
-        labels.remove(standard);
-    }
-    let mut label_lines =
-        format!("labels:\n  {{{{- include \"CHART.labels\" . | nindent {INDENT_PLUS_2} }}}}");
-    if !labels.is_empty() {
-        let text = serde_yaml::to_string(&Value::Mapping(labels))?;
-        for line in text.lines() {
-            let _ = write!(label_lines, "\n  {line}");
+        .and_then(|l| l.as_mapping().cloned());
+    for (key, value) in own.unwrap_or_default() {
+        let standard = [
+            "app.kubernetes.io/name",
+            "app.kubernetes.io/managed-by",
+            "app.kubernetes.io/instance",
+        ];
+        if !key.as_str().is_some_and(|k| standard.contains(&k)) {
+            labels.insert(key, value);
         }
     }
-    metadata.insert(marks.line(label_lines), Value::String(String::new()));
+    metadata.insert("labels".into(), Value::Mapping(labels));
     let mut annotations = metadata
         .remove("annotations")
         .and_then(|a| a.as_mapping().cloned())
         .unwrap_or_default();
-    let inject = annotations.remove("cert-manager.io/inject-ca-from");
-    // Annotations that hold while a toggle is on: (condition, line).
     let mut conditional = Vec::new();
-    if inject.is_some() {
+    if annotations
+        .remove("cert-manager.io/inject-ca-from")
+        .is_some()
+    {
         conditional.push((
             enabled("certManager", true),
             format!(
@@ -310,36 +324,46 @@ fn mark_labels_and_annotations(
             "helm.sh/resource-policy: keep".to_owned(),
         ));
     }
-    if !annotations.is_empty() || !conditional.is_empty() {
-        // A key with nothing under it would be null: with only conditional annotations, the
-        // key itself is conditional.
-        let any = conditional
-            .iter()
-            .map(|(condition, _)| format!("({condition})"))
-            .collect::<Vec<_>>()
-            .join(" ");
-        let mut text = String::new();
+    if let Some(mark) = annotations_mark(!annotations.is_empty(), &conditional, marks) {
         if annotations.is_empty() {
-            let _ = writeln!(text, "{{{{- if or {any} }}}}");
+            metadata.insert(mark, Value::String(String::new()));
+        } else {
+            annotations.insert(mark, Value::String(String::new()));
+            metadata.insert("annotations".into(), Value::Mapping(annotations));
         }
-        text.push_str("annotations:");
-        if !annotations.is_empty() {
-            for line in serde_yaml::to_string(&Value::Mapping(annotations.clone()))?.lines() {
-                let _ = write!(text, "\n  {line}");
-            }
-        }
-        for (condition, line) in &conditional {
-            let _ = write!(
-                text,
-                "\n  {{{{- if {condition} }}}}\n  {line}\n  {{{{- end }}}}"
-            );
-        }
-        if annotations.is_empty() {
-            text.push_str("\n{{- end }}");
-        }
-        metadata.insert(marks.line(text), Value::String(String::new()));
     }
-    Ok(())
+}
+
+/// The mark of the annotations that hold while a toggle is on, `(condition, line)`: lines
+/// among the object's own annotations (`own`), or the whole `annotations:` key, conditional
+/// itself, when the object has none (a key with nothing under it would be null).
+fn annotations_mark(
+    own: bool,
+    conditional: &[(String, String)],
+    marks: &mut Marks,
+) -> Option<Value> {
+    if conditional.is_empty() {
+        return None;
+    }
+    let lines: Vec<String> = conditional
+        .iter()
+        .map(|(condition, line)| format!("{{{{- if {condition} }}}}\n{line}\n{{{{- end }}}}"))
+        .collect();
+    if own {
+        return Some(marks.line(lines.join("\n")));
+    }
+    let any = conditional
+        .iter()
+        .map(|(condition, _)| format!("({condition})"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut text = format!("{{{{- if or {any} }}}}\nannotations:");
+    for line in lines.iter().flat_map(|l| l.lines()) {
+        text.push_str("\n  ");
+        text.push_str(line);
+    }
+    text.push_str("\n{{- end }}");
+    Some(marks.line(text))
 }
 
 /// References to the release's objects: a binding's role and subjects, and the webhook
@@ -472,7 +496,7 @@ fn replace_key(map: &mut Mapping, key: &str, mark: Value) {
 /// RBAC for the certificates the manager makes itself when cert-manager is disabled
 /// (`--webhook-cert-secret`): the Secret in its namespace, and the CA bundles of the release's
 /// webhook configurations and converted CRDs.
-pub fn self_managed_rbac(install: &Install, defaults: &Defaults) -> String {
+pub fn self_managed_rbac(install: &Install) -> String {
     let mut patches = String::new();
     for kind in [
         "MutatingWebhookConfiguration",
@@ -507,90 +531,12 @@ pub fn self_managed_rbac(install: &Install, defaults: &Defaults) -> String {
         }
         patches.push_str("  verbs:\n  - get\n  - patch\n");
     }
-    let role = resource_name("webhook-certs-role");
-    let binding = resource_name("webhook-certs-rolebinding");
-    let secret = resource_name("webhook-server-cert");
-    let _ = defaults;
-    format!(
-        r#"{GENERATED}
-{{{{- /*
-Without cert-manager the manager makes its webhook certificate itself: it keeps it in a Secret
-of its namespace and sets the CA bundle of the release's webhook configurations and converted
-CRDs.
-*/}}}}
-{{{{- if and (include "CHART.enabled" (list .Values.webhook true)) (not (include "CHART.enabled" (list .Values.certManager true))) }}}}
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  labels:
-    {{{{- include "CHART.labels" . | nindent 4 }}}}
-  name: {role}
-rules:
-- apiGroups:
-  - admissionregistration.k8s.io
-  resources:
-  - mutatingwebhookconfigurations
-  - validatingwebhookconfigurations
-  verbs:
-  - list
-{patches}---
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  labels:
-    {{{{- include "CHART.labels" . | nindent 4 }}}}
-  name: {binding}
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: {role}
-subjects:
-- kind: ServiceAccount
-  name: {{{{ include "CHART.serviceAccountName" . }}}}
-  namespace: {{{{ .Release.Namespace }}}}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  labels:
-    {{{{- include "CHART.labels" . | nindent 4 }}}}
-  name: {role}
-  namespace: {{{{ .Release.Namespace }}}}
-rules:
-- apiGroups:
-  - ""
-  resources:
-  - secrets
-  verbs:
-  - create
-- apiGroups:
-  - ""
-  resources:
-  - secrets
-  resourceNames:
-  - {secret}
-  verbs:
-  - get
-  - update
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  labels:
-    {{{{- include "CHART.labels" . | nindent 4 }}}}
-  name: {binding}
-  namespace: {{{{ .Release.Namespace }}}}
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: {role}
-subjects:
-- kind: ServiceAccount
-  name: {{{{ include "CHART.serviceAccountName" . }}}}
-  namespace: {{{{ .Release.Namespace }}}}
-{{{{- end }}}}
-"#
-    )
+    include_str!("static/certificates-rbac.yaml")
+        .replace("GENERATED_HEADER", GENERATED)
+        .replace("PATCH_RULES", &patches)
+        .replace("ROLE_NAME", &resource_name("webhook-certs-role"))
+        .replace("BINDING_NAME", &resource_name("webhook-certs-rolebinding"))
+        .replace("SECRET_NAME", &resource_name("webhook-server-cert"))
 }
 
 #[cfg(test)]
@@ -609,7 +555,7 @@ mod tests {
         }
     }
 
-    const OBJECTS: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op-controller-manager\n  namespace: op-system\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        image: op:v1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: op-settings\n  namespace: op-system\n  labels:\n    app.kubernetes.io/name: op\n    tier: backend\ndata:\n  greeting: 'hello {{ .Values.x }}'\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\n  namespace: other\n";
+    const OBJECTS: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op-controller-manager\n  namespace: op-system\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        image: op:v1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: op-settings\n  namespace: op-system\n  labels:\n    app.kubernetes.io/name: op\n    tier: backend\ndata:\n  greeting: 'hello {{ .Values.x }} CHART PORT'\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\n  namespace: other\n";
 
     #[test]
     fn the_install_files_own_text_is_escaped_and_its_names_follow_the_release() {
@@ -625,13 +571,13 @@ mod tests {
              apiVersion: v1\n\
              kind: ConfigMap\n\
              metadata:\n  \
-               name: {{ include \"CHART.resourceName\" (dict \"suffix\" \"settings\" \"context\" $) }}\n  \
+               name: {{ include \"op.resourceName\" (dict \"suffix\" \"settings\" \"context\" $) }}\n  \
                namespace: {{ .Release.Namespace }}\n  \
                labels:\n    \
-                 {{- include \"CHART.labels\" . | nindent 4 }}\n    \
+                 {{- include \"op.labels\" . | nindent 4 }}\n    \
                  tier: backend\n\
              data:\n  \
-               greeting: hello {{ \"{{\" }} .Values.x }}\n"
+               greeting: hello {{ \"{{\" }} .Values.x }} CHART PORT\n"
         );
         // A name kustomize did not prefix is kept; so is a namespace that is not the project's.
         let (_, text) = template(&install, &defaults, &install.objects[2])
@@ -645,5 +591,24 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_crds_own_annotations_are_escaped_beside_the_charts_conditional_ones() {
+        let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: things.example.com\n  annotations:\n    cert-manager.io/inject-ca-from: op-system/op-serving-cert\n    note: '{{ x }}'\nspec:\n  group: example.com\n";
+        let install = install(&format!("{OBJECTS}---\n{crd}"));
+        let defaults = Defaults::of(&install).unwrap();
+        let (path, text) = template(&install, &defaults, &install.objects[3])
+            .unwrap()
+            .unwrap();
+        assert_eq!(path, "crd/things.example.com.yaml");
+        assert!(
+            text.contains(
+                "  annotations:\n    note: '{{ \"{{\" }} x }}'\n    {{- if include \"op.enabled\" (list .Values.certManager true) }}\n    cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/{{ include \"op.resourceName\" (dict \"suffix\" \"serving-cert\" \"context\" $) }}\n    {{- end }}\n    {{- if include \"op.enabled\" (list .Values.crd true \"keep\") }}\n    helm.sh/resource-policy: keep\n    {{- end }}\n"
+            ),
+            "{text}"
+        );
+        // The CRD's name is its own, not the release's.
+        assert!(text.contains("\n  name: things.example.com\n"), "{text}");
     }
 }

@@ -71,21 +71,7 @@ impl Defaults {
             .of_kind("Deployment")
             .next()
             .expect("read() found a Deployment");
-        let pod = at(deployment, &["spec", "template", "spec"])
-            .cloned()
-            .unwrap_or_default();
-        let container = at(&pod, &["containers"])
-            .and_then(Value::as_sequence)
-            .and_then(|c| {
-                c.iter()
-                    .find(|c| str_at(c, &["name"]) == Some("manager"))
-                    .or_else(|| c.first())
-            })
-            .cloned()
-            .ok_or_else(|| {
-                UserError::new("the install file's Deployment has no container")
-                    .help("write it again with `make build-installer`")
-            })?;
+        let (pod, container) = manager_container(deployment)?;
         let args: Vec<String> = at(&container, &["args"])
             .and_then(Value::as_sequence)
             .map(|a| {
@@ -112,48 +98,26 @@ impl Defaults {
             .of_kind("Service")
             .any(|s| install.suffix(objects::name(s)) == metrics_service);
         let metrics_port = port_of(arg("--metrics-bind-address")).unwrap_or(0);
-        let webhook = install
-            .of_kind("ValidatingWebhookConfiguration")
-            .next()
-            .is_some()
-            || install
-                .of_kind("MutatingWebhookConfiguration")
-                .next()
-                .is_some()
-            || install
-                .of_kind("CustomResourceDefinition")
-                .any(|c| str_at(c, &["spec", "conversion", "strategy"]) == Some("Webhook"));
-        let webhook_port = at(&container, &["ports"])
-            .and_then(Value::as_sequence)
-            .and_then(|ports| {
-                ports
-                    .iter()
-                    .find(|p| str_at(p, &["name"]) == Some("webhook-server"))
-                    .and_then(|p| p.get("containerPort"))
-                    .and_then(Value::as_u64)
-            })
-            .and_then(|p| u16::try_from(p).ok())
-            .unwrap_or(9443);
-        let image = str_at(&container, &["image"]).unwrap_or("controller:latest");
-        let (repository, tag) = split_image(image);
+        let (repository, tag) =
+            split_image(str_at(&container, &["image"]).unwrap_or("controller:latest"));
+        let (roles, bindings) = (
+            &["Role", "ClusterRole"],
+            &["RoleBinding", "ClusterRoleBinding"],
+        );
         Ok(Defaults {
             deployment: install.suffix(objects::name(deployment)).to_owned(),
             metrics_service,
             webhook_service: install.suffix_of("Service", "webhook-service", "webhook-service"),
             issuer: install.suffix_of("Issuer", "selfsigned-issuer", "selfsigned-issuer"),
-            manager_role: install.suffix_of_any(
-                &["Role", "ClusterRole"],
-                "manager-role",
-                "manager-role",
-            ),
+            manager_role: install.suffix_of_any(roles, "manager-role", "manager-role"),
             manager_role_binding: install.suffix_of_any(
-                &["RoleBinding", "ClusterRoleBinding"],
+                bindings,
                 "manager-rolebinding",
                 "manager-rolebinding",
             ),
             metrics: has_metrics_service && metrics_port != 0,
             secure: arg("--metrics-secure") != Some("false"),
-            webhook,
+            webhook: serves_webhooks(install),
             cert_manager: install.objects.iter().any(|o| {
                 str_at(o, &["apiVersion"]).is_some_and(|v| v.starts_with("cert-manager.io/"))
             }),
@@ -162,7 +126,7 @@ impl Defaults {
             } else {
                 metrics_port
             },
-            webhook_port,
+            webhook_port: container_port(&container, "webhook-server").unwrap_or(9443),
             probe_port: port_of(arg("--health-probe-bind-address")).unwrap_or(8081),
             repository,
             tag,
@@ -181,39 +145,86 @@ impl Defaults {
                 })
                 .cloned()
                 .collect(),
-            env: at(&container, &["env"])
-                .and_then(Value::as_sequence)
-                .map(|env| {
-                    env.iter()
-                        .filter(|e| {
-                            !TEMPLATE_ENV.contains(&str_at(e, &["name"]).unwrap_or_default())
-                        })
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default(),
-            resources: at(&container, &["resources"])
-                .cloned()
-                .unwrap_or(Value::Mapping(Default::default())),
-            security_context: at(&container, &["securityContext"])
-                .cloned()
-                .unwrap_or(Value::Mapping(Default::default())),
-            pod_security_context: at(&pod, &["securityContext"])
-                .cloned()
-                .unwrap_or(Value::Mapping(Default::default())),
+            env: own_env(&container),
+            resources: map_at(&container, "resources"),
+            security_context: map_at(&container, "securityContext"),
+            pod_security_context: map_at(&pod, "securityContext"),
             termination_grace: at(&pod, &["terminationGracePeriodSeconds"]).and_then(Value::as_u64),
-            affinity: at(&pod, &["affinity"])
-                .cloned()
-                .unwrap_or(Value::Mapping(Default::default())),
-            node_selector: at(&pod, &["nodeSelector"])
-                .cloned()
-                .unwrap_or(Value::Mapping(Default::default())),
+            affinity: map_at(&pod, "affinity"),
+            node_selector: map_at(&pod, "nodeSelector"),
             tolerations: at(&pod, &["tolerations"])
                 .cloned()
                 .unwrap_or(Value::Sequence(Vec::new())),
             namespaced: install.namespaced,
         })
     }
+}
+
+/// The manager's pod spec and container (named `manager`, or the first).
+fn manager_container(deployment: &Value) -> anyhow::Result<(Value, Value)> {
+    let pod = at(deployment, &["spec", "template", "spec"])
+        .cloned()
+        .unwrap_or_default();
+    let container = at(&pod, &["containers"])
+        .and_then(Value::as_sequence)
+        .and_then(|c| {
+            c.iter()
+                .find(|c| str_at(c, &["name"]) == Some("manager"))
+                .or_else(|| c.first())
+        })
+        .cloned()
+        .ok_or_else(|| {
+            UserError::new("the install file's Deployment has no container")
+                .help("write it again with `make build-installer`")
+        })?;
+    Ok((pod, container))
+}
+
+/// Whether the install file has webhook configurations or a CRD converted by a webhook.
+fn serves_webhooks(install: &Install) -> bool {
+    install
+        .of_kind("ValidatingWebhookConfiguration")
+        .next()
+        .is_some()
+        || install
+            .of_kind("MutatingWebhookConfiguration")
+            .next()
+            .is_some()
+        || install
+            .of_kind("CustomResourceDefinition")
+            .any(|c| str_at(c, &["spec", "conversion", "strategy"]) == Some("Webhook"))
+}
+
+/// The container's port named `name`.
+fn container_port(container: &Value, name: &str) -> Option<u16> {
+    at(container, &["ports"])
+        .and_then(Value::as_sequence)?
+        .iter()
+        .find(|p| str_at(p, &["name"]) == Some(name))
+        .and_then(|p| p.get("containerPort"))
+        .and_then(Value::as_u64)
+        .and_then(|p| u16::try_from(p).ok())
+}
+
+/// The container's environment but the variables the manager template writes itself.
+fn own_env(container: &Value) -> Vec<Value> {
+    at(container, &["env"])
+        .and_then(Value::as_sequence)
+        .map(|env| {
+            env.iter()
+                .filter(|e| !TEMPLATE_ENV.contains(&str_at(e, &["name"]).unwrap_or_default()))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The mapping at `key` of `value`, or an empty one.
+fn map_at(value: &Value, key: &str) -> Value {
+    value
+        .get(key)
+        .cloned()
+        .unwrap_or(Value::Mapping(Default::default()))
 }
 
 impl Install {

@@ -138,6 +138,13 @@ fn run_kubebuilder_script(name: &str) -> (tempfile::TempDir, PathBuf) {
         .arg(dir.path())
         .arg(name)
         .env("NO_COLOR", "1")
+        // `make build-installer` compiles the project's crdgen: with the dependencies built
+        // for rsbuilder's own tests and the other golden projects.
+        .env(
+            "CARGO_TARGET_DIR",
+            std::env::var_os("CARGO_TARGET_DIR")
+                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target").into()),
+        )
         .output()
         .expect("bash runs");
     assert!(
