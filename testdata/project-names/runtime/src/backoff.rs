@@ -169,4 +169,61 @@ mod tests {
         assert!(!state.failures.contains_key(&gone), "dropped after 2 × max");
         assert_eq!(state.failures[&failing].count, 20);
     }
+
+    #[test]
+    fn an_object_is_dropped_at_exactly_twice_the_longest_delay() {
+        let max = Duration::from_secs(10);
+        let start = Instant::now();
+        let gone = ObjectRef::from_obj(&config_map("gone"));
+        let other = ObjectRef::from_obj(&config_map("other"));
+
+        let backoff = Backoff::new(Duration::from_secs(1), max);
+        backoff.failed_at(gone.clone(), start);
+        backoff.failed_at(other.clone(), start + max * 2 - Duration::from_millis(1));
+        assert!(
+            backoff.lock().failures.contains_key(&gone),
+            "kept just before 2 × max"
+        );
+
+        let backoff = Backoff::new(Duration::from_secs(1), max);
+        backoff.failed_at(gone.clone(), start);
+        backoff.failed_at(other.clone(), start + max);
+        backoff.failed_at(other.clone(), start + max * 2);
+        assert!(
+            !backoff.lock().failures.contains_key(&gone),
+            "dropped at 2 × max"
+        );
+    }
+
+    #[test]
+    fn pruning_runs_at_most_once_per_longest_delay() {
+        let max = Duration::from_secs(10);
+        let start = Instant::now();
+        let gone = ObjectRef::from_obj(&config_map("gone"));
+        let other = ObjectRef::from_obj(&config_map("other"));
+        let backoff = Backoff::new(Duration::from_secs(1), max);
+        backoff.failed_at(gone.clone(), start);
+        // Pruned at 19 s (gone is kept: 19 s < 20 s); the next pruning is due at 29 s.
+        backoff.failed_at(other.clone(), start + Duration::from_secs(19));
+        backoff.failed_at(other.clone(), start + Duration::from_secs(28));
+        assert!(
+            backoff.lock().failures.contains_key(&gone),
+            "no pruning 9 s after the last"
+        );
+        backoff.failed_at(other.clone(), start + Duration::from_secs(29));
+        assert!(
+            !backoff.lock().failures.contains_key(&gone),
+            "pruned 10 s after the last"
+        );
+    }
+
+    #[test]
+    fn emptiness_follows_the_counted_objects() {
+        let backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(5));
+        assert!(backoff.is_empty());
+        backoff.failed(&config_map("a"));
+        assert!(!backoff.is_empty());
+        backoff.succeeded(&ObjectRef::from_obj(&config_map("a")));
+        assert!(backoff.is_empty());
+    }
 }

@@ -266,9 +266,27 @@ pub(crate) mod tests {
         write_certificate(dir.path(), "two");
         std::fs::write(dir.path().join("tls.key"), key).unwrap();
         let error = CertResolver::new(files(dir.path())).unwrap_err();
+        let cert = dir.path().join("tls.crt");
         assert!(
-            format!("{error:#}").contains("does not match its key"),
+            format!("{error:#}").starts_with(&format!(
+                "the certificate of `{}` does not match its key",
+                cert.display()
+            )),
             "{error:#}"
+        );
+        assert_eq!(
+            CertSource::SelfSigned.to_string(),
+            "a self-signed certificate"
+        );
+    }
+
+    /// A resolver's debug form names its source and nothing of the key it holds.
+    #[test]
+    fn the_debug_form_shows_the_source_and_no_key() {
+        let resolver = CertResolver::new(CertSource::SelfSigned).unwrap();
+        assert_eq!(
+            format!("{resolver:?}"),
+            "CertResolver { source: SelfSigned, .. }"
         );
     }
 

@@ -22,23 +22,49 @@ pub(crate) struct Sample {
     pub max_fds: Option<f64>,
 }
 
+/// The files of `/proc` a sample is read from, as text.
+#[derive(Debug, Default)]
+struct Proc {
+    /// `/proc/self/stat`.
+    stat: Option<String>,
+    /// `/proc/stat`, for the boot time.
+    system_stat: Option<String>,
+    /// `/proc/self/status`.
+    status: Option<String>,
+    /// `/proc/self/limits`.
+    limits: Option<String>,
+    /// The entries of `/proc/self/fd`.
+    open_fds: Option<usize>,
+}
+
 impl Sample {
     /// This process, now.
     pub(crate) fn read() -> Self {
         let read = |path: &str| std::fs::read_to_string(path).ok();
-        let stat = read("/proc/self/stat");
-        let stat = stat.as_deref().map(stat_fields).unwrap_or_default();
+        Self::parse(&Proc {
+            stat: read("/proc/self/stat"),
+            system_stat: read("/proc/stat"),
+            status: read("/proc/self/status"),
+            limits: read("/proc/self/limits"),
+            open_fds: std::fs::read_dir("/proc/self/fd")
+                .ok()
+                .map(|entries| entries.count()),
+        })
+    }
+
+    fn parse(proc: &Proc) -> Self {
+        let stat = proc.stat.as_deref().map(stat_fields).unwrap_or_default();
         let field = |index: usize| stat.get(index).and_then(|v| v.parse::<f64>().ok());
         // The fields after the command's name, from the state (field 3 of proc(5)) on.
         let (utime, stime, start_ticks, vsize) = (field(11), field(12), field(19), field(20));
-        let boot_time = read("/proc/stat").and_then(|stat| {
+        let boot_time = proc.system_stat.as_deref().and_then(|stat| {
             stat.lines()
                 .find_map(|line| line.strip_prefix("btime "))
                 .and_then(|v| v.trim().parse::<f64>().ok())
         });
         Self {
             cpu_seconds: utime.zip(stime).map(|(u, s)| (u + s) / USER_HZ),
-            resident_bytes: read("/proc/self/status").and_then(|status| {
+            resident_bytes: proc.status.as_deref().and_then(|status| {
                 status
                     .lines()
                     .find_map(|line| line.strip_prefix("VmRSS:"))
@@ -49,10 +75,8 @@ impl Sample {
             start_time_seconds: boot_time
                 .zip(start_ticks)
                 .map(|(boot, ticks)| boot + ticks / USER_HZ),
-            open_fds: std::fs::read_dir("/proc/self/fd")
-                .ok()
-                .map(|entries| entries.count() as f64),
-            max_fds: read("/proc/self/limits").and_then(|limits| {
+            open_fds: proc.open_fds.map(|count| count as f64),
+            max_fds: proc.limits.as_deref().and_then(|limits| {
                 limits
                     .lines()
                     .find_map(|line| line.strip_prefix("Max open files"))
@@ -138,6 +162,37 @@ mod tests {
         assert_eq!(fields[0], "S");
         assert_eq!(fields[11], "250");
         assert_eq!(fields[12], "50");
+    }
+
+    /// The units of proc(5): clock ticks of 1/100 s, the boot time in seconds since the epoch,
+    /// memory in KiB.
+    #[test]
+    fn proc_files_are_read_in_their_units() {
+        let sample = Sample::parse(&Proc {
+            stat: Some(
+                "42 (manager) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 4 0 1234 98304000 1500"
+                    .into(),
+            ),
+            system_stat: Some("cpu  1 2 3\nbtime 1700000000\nprocesses 9\n".into()),
+            status: Some("Name:\tmanager\nVmRSS:\t    2048 kB\nThreads:\t4\n".into()),
+            limits: Some(
+                "Limit                     Soft Limit           Hard Limit           Units\nMax open files            1024                 4096                 files\n"
+                    .into(),
+            ),
+            open_fds: Some(7),
+        });
+        assert_eq!(
+            sample,
+            Sample {
+                cpu_seconds: Some(3.0),
+                resident_bytes: Some(2048.0 * 1024.0),
+                virtual_bytes: Some(98_304_000.0),
+                start_time_seconds: Some(1_700_000_012.34),
+                open_fds: Some(7.0),
+                max_fds: Some(1024.0),
+            }
+        );
+        assert_eq!(Sample::parse(&Proc::default()), Sample::default());
     }
 
     #[test]
