@@ -110,6 +110,15 @@ pub fn files(
     let generated = values::render(&install, &defaults);
     let values_path = root.join(&chart).join("values.yaml");
     let values = match std::fs::read_to_string(&values_path) {
+        // A values.yaml that cannot be read is never replaced, --force or not.
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            return Err(UserError::new(format!(
+                "failed to read {}/values.yaml: {error}",
+                chart.display()
+            ))
+            .help("make it a readable UTF-8 file, or remove it to get the generated one")
+            .into());
+        }
         Ok(existing) if !options.force => {
             values::merge(&existing, &generated).map_err(|error| {
                 UserError::new(format!(

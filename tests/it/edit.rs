@@ -518,18 +518,23 @@ fn the_helm_plugin_makes_a_chart_from_the_install_file_and_keeps_the_users_value
         "--manifests is an option of the Helm plugin, which this command does not run",
         "add --plugins=helm/v2-alpha, or drop the option",
     );
-    for (flag, value) in [
-        ("--manifests", "../install.yaml"),
-        ("--output-dir", "/tmp/dist"),
-        ("--output-dir", "dist chart"),
+    let inside = "a path inside the project, relative to its root, without `..` or `.`";
+    let plain = "letters, digits, `.`, `_`, `-` and `/` only";
+    for (flag, value, rule, example) in [
+        (
+            "--manifests",
+            "../install.yaml",
+            inside,
+            "dist/install.yaml",
+        ),
+        ("--output-dir", "/tmp/dist", inside, "dist"),
+        ("--output-dir", "dist chart", plain, "dist"),
     ] {
-        let error = stderr(
-            &ws.run(&["edit", "--plugins=helm/v2-alpha", flag, value])
-                .code(1),
-        );
-        assert!(
-            error.starts_with(&format!("error: {flag} `{value}`: must be ")),
-            "{error}"
+        refuses(
+            &ws,
+            &["--plugins=helm/v2-alpha", flag, value],
+            &format!("{flag} `{value}`: must be {rule}\n"),
+            &format!("pass a path such as {flag} {example}\n"),
         );
     }
     if build_installer(&ws).is_none() {
@@ -639,6 +644,23 @@ fn the_helm_plugin_makes_a_chart_from_the_install_file_and_keeps_the_users_value
         ws.read("dist/chart/Chart.yaml"),
         "apiVersion: v2\nname: mine\nversion: 9.9.9\n"
     );
+
+    // A values.yaml that is not UTF-8 is refused, --force or not, and nothing changes.
+    std::fs::write(
+        ws.root().join("dist/chart/values.yaml"),
+        b"manager:\n  replicas: \xff\n",
+    )
+    .unwrap();
+    for force in [&[][..], &["--force"][..]] {
+        let mut args = vec!["--plugins=helm/v2-alpha"];
+        args.extend_from_slice(force);
+        refuses(
+            &ws,
+            &args,
+            "failed to read dist/chart/values.yaml: ",
+            "make it a readable UTF-8 file, or remove it to get the generated one",
+        );
+    }
 
     // A values.yaml that is not YAML is refused, and nothing changes.
     ws.write("dist/chart/values.yaml", "manager: [\n");
