@@ -80,6 +80,14 @@ pub struct ServeOptions {
 /// A listener on `addr`. The wildcard `[::]` (what `:PORT` means) listens on IPv6 and IPv4;
 /// where the machine has no IPv6, on IPv4 alone.
 pub fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    bind_with(addr, listen)
+}
+
+/// [`bind`], with `listen` making the listener of an address, dual-stack or not.
+fn bind_with(
+    addr: SocketAddr,
+    listen: impl Fn(SocketAddr, bool) -> std::io::Result<TcpListener>,
+) -> anyhow::Result<TcpListener> {
     if addr.ip() == IpAddr::V6(Ipv6Addr::UNSPECIFIED) {
         match listen(addr, true) {
             Ok(listener) => return Ok(listener),
@@ -255,11 +263,9 @@ impl Activity {
     fn read(&self) {
         let mut state = self.state();
         // HTTP/2 sends frames between requests (pings, window updates): only its streams count.
-        if state.in_flight == 0
-            && state.requests > 0
-            && !state.http2
-            && state.next_request.is_none()
-        {
+        // Before the first request, `deadline` keeps to the time the connection opened, and
+        // `start` forgets this byte.
+        if state.in_flight == 0 && !state.http2 && state.next_request.is_none() {
             state.next_request = Some(Instant::now());
         }
     }
@@ -448,6 +454,215 @@ mod tests {
     use http_body_util::{BodyExt, Empty};
     use hyper::body::Bytes;
     use rustls::pki_types::{CertificateDer, ServerName};
+
+    #[tokio::test(start_paused = true)]
+    async fn a_long_request_is_waited_for_without_spinning() {
+        // On paused time, the clock moves only while every task waits: a connection that looked
+        // again and again at its request in flight would keep the handler's sleep from ending.
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(None);
+        let router = Router::new().route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(45)).await;
+                "slow"
+            }),
+        );
+        let connection = Connection {
+            builder: builder.http1_only(),
+            router,
+            draining: CancellationToken::new(),
+            timeouts: Timeouts {
+                idle: Duration::from_secs(10),
+                ..Timeouts::default()
+            },
+            peer: "127.0.0.1:1".parse().unwrap(),
+        };
+        let (client, server) = tokio::io::duplex(4096);
+        tokio::spawn(connection.serve(server));
+        let (mut sender, client) = hyper::client::conn::http1::handshake(TokioIo::new(client))
+            .await
+            .unwrap();
+        tokio::spawn(client);
+        let started = Instant::now();
+        let response = crate::testing::within(
+            sender.send_request(
+                http::Request::get("/slow")
+                    .header("host", "localhost")
+                    .body(Empty::<Bytes>::new())
+                    .unwrap(),
+            ),
+        )
+        .await
+        .unwrap();
+        assert_eq!(response.status(), http::StatusCode::OK);
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(45),
+            "longer than the idle timeout"
+        );
+    }
+
+    /// A connection's stream that records what is done to it.
+    struct Recorded {
+        log: Vec<String>,
+        vectored: bool,
+    }
+
+    impl AsyncWrite for Recorded {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            self.log.push(format!("write {}", buf.len()));
+            Poll::Ready(Ok(buf.len() - 1))
+        }
+
+        fn poll_flush(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            self.log.push("flush".into());
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            self.log.push("shutdown".into());
+            Poll::Ready(Err(std::io::Error::other("shut")))
+        }
+
+        fn poll_write_vectored(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            bufs: &[std::io::IoSlice<'_>],
+        ) -> Poll<std::io::Result<usize>> {
+            let total: usize = bufs.iter().map(|buf| buf.len()).sum();
+            self.log.push(format!("vectored {total}"));
+            Poll::Ready(Ok(total - 2))
+        }
+
+        fn is_write_vectored(&self) -> bool {
+            self.vectored
+        }
+    }
+
+    #[tokio::test]
+    async fn a_watched_stream_passes_every_write_through_as_it_is() {
+        use tokio::io::AsyncWriteExt as _;
+        for vectored in [true, false] {
+            let mut watched = Watched {
+                io: Recorded {
+                    log: Vec::new(),
+                    vectored,
+                },
+                activity: Arc::default(),
+            };
+            assert_eq!(watched.is_write_vectored(), vectored);
+            assert_eq!(watched.write(b"abcd").await.unwrap(), 3);
+            let bufs = [std::io::IoSlice::new(b"ab"), std::io::IoSlice::new(b"cde")];
+            assert_eq!(watched.write_vectored(&bufs).await.unwrap(), 3);
+            watched.flush().await.unwrap();
+            assert_eq!(watched.shutdown().await.unwrap_err().to_string(), "shut");
+            assert_eq!(
+                watched.io.log,
+                ["write 4", "vectored 5", "flush", "shutdown"]
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connections_deadline_follows_its_requests_and_the_bytes_between_them() {
+        let timeouts = Timeouts {
+            header_read: Duration::from_secs(10),
+            idle: Duration::from_secs(100),
+            ..Timeouts::default()
+        };
+        let step = || tokio::time::advance(Duration::from_secs(1));
+        for version in [axum::http::Version::HTTP_11, axum::http::Version::HTTP_2] {
+            let opened = Instant::now();
+            let activity = Arc::new(Activity::default());
+            step().await;
+            assert_eq!((activity.requests(), activity.in_flight()), (0, 0));
+            // Bytes before the first request do not move the header deadline.
+            activity.read();
+            assert_eq!(
+                activity.deadline(opened, timeouts),
+                Some(opened + timeouts.header_read)
+            );
+            step().await;
+            let request = activity.start(version);
+            activity.read();
+            assert_eq!(activity.deadline(opened, timeouts), None, "in flight");
+            assert_eq!((activity.requests(), activity.in_flight()), (1, 1));
+            step().await;
+            drop(request);
+            let ended = Instant::now();
+            assert_eq!(
+                activity.deadline(opened, timeouts),
+                Some(ended + timeouts.idle)
+            );
+            step().await;
+            let first_byte = Instant::now();
+            activity.read();
+            step().await;
+            activity.read();
+            let deadline = activity.deadline(opened, timeouts);
+            if version == axum::http::Version::HTTP_2 {
+                // Frames between streams (pings, window updates) keep the idle deadline.
+                assert_eq!(deadline, Some(ended + timeouts.idle));
+            } else {
+                // The next request's headers are due a header timeout after its first byte.
+                assert_eq!(deadline, Some(first_byte + timeouts.header_read));
+            }
+            assert_eq!(activity.requests(), 1);
+            assert_eq!(activity.in_flight(), 0);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_wildcard_falls_back_to_ipv4_only_where_there_is_no_ipv6() {
+        let wildcard: SocketAddr = "[::]:8443".parse().unwrap();
+        for (errno, falls_back) in [(97, true), (99, true), (98, false), (13, false)] {
+            let tried = std::sync::Mutex::new(Vec::new());
+            let result = bind_with(wildcard, |addr, dual_stack| {
+                tried.lock().unwrap().push((addr.to_string(), dual_stack));
+                if dual_stack {
+                    Err(std::io::Error::from_raw_os_error(errno))
+                } else {
+                    listen("127.0.0.1:0".parse().unwrap(), false)
+                }
+            });
+            let tried = tried.into_inner().unwrap();
+            if falls_back {
+                assert!(result.is_ok(), "errno {errno}: {result:?}");
+                assert_eq!(
+                    tried,
+                    [("[::]:8443".into(), true), ("0.0.0.0:8443".into(), false)],
+                    "errno {errno}"
+                );
+            } else {
+                let error = result.unwrap_err();
+                assert_eq!(
+                    error.to_string(),
+                    "failed to listen on [::]:8443",
+                    "errno {errno}"
+                );
+                assert_eq!(tried, [("[::]:8443".into(), true)], "errno {errno}");
+            }
+        }
+        // Any other address is bound as given, never dual-stack.
+        let tried = std::sync::Mutex::new(Vec::new());
+        bind_with("127.0.0.1:0".parse().unwrap(), |addr, dual_stack| {
+            tried.lock().unwrap().push(dual_stack);
+            listen(addr, dual_stack)
+        })
+        .unwrap();
+        assert_eq!(tried.into_inner().unwrap(), [false]);
+    }
 
     struct Running {
         addr: SocketAddr,

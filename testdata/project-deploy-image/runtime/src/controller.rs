@@ -786,4 +786,159 @@ mod tests {
         let applied = crate::testing::within(applying).await.unwrap().unwrap();
         assert_eq!(applied.metadata.name.as_deref(), Some("cm"));
     }
+
+    #[test]
+    fn report_logs_each_outcome_at_its_level() {
+        let object = ObjectRef::<ConfigMap>::new("cm").within("default");
+        let results: [Result<_, controller::Error<Failed, watcher::Error>>; 4] = [
+            Ok((object.clone(), Action::await_change())),
+            Err(controller::Error::ReconcilerFailed(
+                Failed,
+                Box::new(object.clone().erase()),
+            )),
+            Err(controller::Error::ObjectNotFound(Box::new(
+                object.clone().erase(),
+            ))),
+            Err(controller::Error::QueueError(
+                watcher::Error::NoResourceVersion,
+            )),
+        ];
+        let logged = crate::testing::logged(|| {
+            for result in &results {
+                report("test", result);
+            }
+        });
+        let lines: Vec<&str> = logged.lines().collect();
+        let object = "object=ConfigMap.v1./cm.default";
+        assert_eq!(
+            lines,
+            [
+                format!(r#"DEBUG rsbuilder_runtime::controller: reconciled controller="test" {object}"#),
+                format!(
+                    r#"DEBUG rsbuilder_runtime::controller: reconcile failed: the test fails this reconcile controller="test" {object}"#
+                ),
+                format!(
+                    r#"DEBUG rsbuilder_runtime::controller: object is gone from the cache controller="test" {object}"#
+                ),
+                r#" WARN rsbuilder_runtime::controller: watch failed, retrying: no metadata.resourceVersion in watch result (does resource support watch?) controller="test""#.to_owned(),
+            ]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn run_with_policy_retries_when_the_policy_says_and_still_counts() {
+        let (service, server) =
+            mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+        let serving = tokio::spawn(serve_one_config_map(server));
+        let metrics = Arc::new(Metrics::default());
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let manager = ControllerContext {
+            name: "test",
+            client: Client::new(service, "default"),
+            metrics: metrics.clone(),
+            ready: crate::health::Health::default().readiness_check("test"),
+            shutdown: shutdown.clone(),
+            watch_namespace: Some("default".into()),
+        };
+        let api: Api<ConfigMap> = manager.api();
+        type Calls = Arc<std::sync::Mutex<Vec<tokio::time::Instant>>>;
+        let calls: Calls = Arc::default();
+        let reconcile = |_: Arc<ConfigMap>, calls: Calls| async move {
+            let mut calls = calls.lock().unwrap();
+            calls.push(tokio::time::Instant::now());
+            match calls.len() {
+                1 => Err(Failed),
+                _ => Ok(Action::await_change()),
+            }
+        };
+        let asked: Arc<std::sync::Mutex<Vec<(String, String, usize)>>> = Arc::default();
+        let policy = {
+            let asked = asked.clone();
+            move |object: Arc<ConfigMap>, error: &Failed, calls: Calls| {
+                asked.lock().unwrap().push((
+                    object.metadata.name.clone().unwrap_or_default(),
+                    error.to_string(),
+                    calls.lock().unwrap().len(),
+                ));
+                Action::requeue(Duration::from_millis(75))
+            }
+        };
+        let context = calls.clone();
+        let running = tokio::spawn(async move {
+            Runner::new("test", api)
+                .run_with_policy(manager, reconcile, policy, context)
+                .await
+        });
+        crate::testing::within(async {
+            while calls.lock().unwrap().len() < 2 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        let times = calls.lock().unwrap().clone();
+        let gap = (times[1] - times[0]).as_millis();
+        assert!((75..90).contains(&gap), "retried after {gap} ms, not 75 ms");
+        assert_eq!(
+            *asked.lock().unwrap(),
+            [(
+                "cm".to_owned(),
+                "the test fails this reconcile".to_owned(),
+                1
+            )],
+            "the policy is asked once, with the object, the error and the context"
+        );
+        let encoded = metrics.encode();
+        for line in [
+            "controller_runtime_reconcile_total{controller=\"test\",result=\"error\"} 1",
+            "controller_runtime_reconcile_total{controller=\"test\",result=\"success\"} 1",
+            "controller_runtime_reconcile_time_seconds_count{controller=\"test\"} 2",
+        ] {
+            assert!(
+                encoded.lines().any(|l| l == line),
+                "no `{line}` in\n{encoded}"
+            );
+        }
+        shutdown.cancel();
+        crate::testing::within(running).await.unwrap().unwrap();
+        serving.abort();
+    }
+
+    #[tokio::test]
+    async fn publish_normal_creates_a_normal_event_about_the_object() {
+        let (api, mut server) = mocked::<ConfigMap>();
+        let recorder = recorder(api.clone().into_client(), "the-controller");
+        let object: ConfigMap = serde_json::from_value(json!({"apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "cm", "namespace": "default", "uid": "u-1"}}))
+        .unwrap();
+        let publishing = tokio::spawn(async move {
+            publish_normal(&recorder, &object, "Reconciled", "Reconcile", "all is well").await
+        });
+        let (request, send) = tokio::time::timeout(Duration::from_secs(5), server.next_request())
+            .await
+            .expect("an event within 5 s")
+            .unwrap();
+        assert_eq!(request.method(), http::Method::POST);
+        assert_eq!(
+            request.uri().path(),
+            "/apis/events.k8s.io/v1/namespaces/default/events"
+        );
+        let body = request.into_body().collect_bytes().await.unwrap();
+        let event: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(event["type"], "Normal");
+        assert_eq!(event["reason"], "Reconciled");
+        assert_eq!(event["action"], "Reconcile");
+        assert_eq!(event["note"], "all is well");
+        assert_eq!(event["reportingController"], "the-controller");
+        assert_eq!(event["regarding"]["name"], "cm");
+        assert_eq!(event["regarding"]["uid"], "u-1");
+        send.send_response(
+            http::Response::builder()
+                .body(kube::client::Body::from(
+                    serde_json::to_vec(&event).unwrap(),
+                ))
+                .unwrap(),
+        );
+        crate::testing::within(publishing).await.unwrap().unwrap();
+    }
 }

@@ -242,7 +242,6 @@ impl Manager {
                 listener,
                 health::router(self.health.clone()),
                 ServeOptions {
-                    tls: None,
                     http2,
                     ..ServeOptions::default()
                 },
@@ -285,7 +284,6 @@ impl Manager {
                     listener,
                     metrics::router(self.metrics.clone(), None),
                     ServeOptions {
-                        tls: None,
                         http2,
                         ..ServeOptions::default()
                     },
@@ -775,10 +773,11 @@ mod tests {
             .unwrap();
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn bad_leader_election_timings_are_refused_before_anything_starts() {
         let (manager, _) = manager_with(&["--leader-elect", "--leader-elect-renew-deadline=20s"]);
-        // Bounded: a manager that skipped the check would wait for the Lease for ever.
+        // Bounded, on paused time: a manager that skipped the check would wait for the Lease
+        // for ever, and fails the test at once instead.
         let error = crate::testing::within(manager.run_until(Vec::new(), CancellationToken::new()))
             .await
             .unwrap_err();
@@ -918,6 +917,33 @@ mod tests {
             .unwrap()
             .unwrap()
             .unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_new_leaders_controllers_may_talk_to_the_api_server_at_once() {
+        let (manager, mut server) =
+            manager_with(&["--leader-elect", "--leader-election-namespace=operators"]);
+        let reading = Registration::new("reader", |ctx: ControllerContext| async move {
+            let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+                kube::Api::namespaced(ctx.client.clone(), "default");
+            // The answer does not matter; the request must leave the process.
+            let _ = api.get("cm").await;
+            ctx.shutdown.cancelled().await;
+            Ok(())
+        });
+        let run = tokio::spawn(manager.run_until(vec![reading], CancellationToken::new()));
+        grant(&mut server).await;
+        let (request, _pending) =
+            tokio::time::timeout(Duration::from_secs(1), server.next_request())
+                .await
+                .expect("a request within 1 s of the grant, before the first renewal")
+                .unwrap();
+        assert_eq!(
+            request.uri().path(),
+            "/api/v1/namespaces/default/configmaps/cm",
+            "the fence is open a renew deadline past the acquiring renewal"
+        );
+        run.abort();
     }
 
     #[tokio::test(start_paused = true)]
@@ -1077,6 +1103,261 @@ mod tests {
             .unwrap()
             .unwrap()
             .unwrap();
+    }
+
+    /// The status of `GET path` over plain HTTP/2 with prior knowledge (h2c), or the error of
+    /// a server that does not speak it.
+    async fn h2c_get(port: u16, path: &str) -> Result<StatusCode, String> {
+        use http_body_util::Empty;
+        use hyper_util::rt::{TokioExecutor, TokioIo};
+        let exchange = async {
+            let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .map_err(|e| e.to_string())?;
+            let (mut sender, connection) =
+                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+                    .await
+                    .map_err(|e| e.to_string())?;
+            tokio::spawn(connection);
+            let request = http::Request::get(format!("http://localhost{path}"))
+                .body(Empty::<axum::body::Bytes>::new())
+                .unwrap();
+            let response = sender
+                .send_request(request)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(response.status())
+        };
+        tokio::time::timeout(Duration::from_secs(5), exchange)
+            .await
+            .map_err(|_| "no answer within 5 s".to_owned())?
+    }
+
+    /// A manager without leader election whose probes, metrics (over HTTPS) and webhooks
+    /// listen on ports of their own, with `flags` added; the ports and the certificate.
+    fn serving_manager(flags: &[&str]) -> (Manager, [u16; 3], Vec<u8>, crate::tls::tests::TempDir) {
+        let dir = crate::tls::tests::tempdir();
+        let cert = crate::tls::tests::write_certificate(dir.path(), "localhost");
+        let ports = [free_port(), free_port(), free_port()];
+        let mut owned = vec![
+            format!("--health-probe-bind-address=127.0.0.1:{}", ports[0]),
+            format!("--metrics-bind-address=127.0.0.1:{}", ports[1]),
+            format!("--metrics-cert-path={}", dir.path().display()),
+            format!("--webhook-port={}", ports[2]),
+            format!("--webhook-cert-path={}", dir.path().display()),
+        ];
+        owned.extend(flags.iter().map(|flag| flag.to_string()));
+        let flags: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let (service, _) = tower_test::mock::pair::<
+            http::Request<kube::client::Body>,
+            http::Response<kube::client::Body>,
+        >();
+        let args = crate::args::tests::parse(&flags);
+        let manager = Manager::with_client(args, Client::new(service, "default"))
+            .identity("me")
+            .webhooks(crate::webhook::tests::webhooks());
+        (manager, ports, cert, dir)
+    }
+
+    /// Waits until every one of `ports` takes connections.
+    async fn wait_listening(ports: &[u16]) {
+        crate::testing::within(async {
+            for port in ports {
+                while tokio::net::TcpStream::connect(("127.0.0.1", *port))
+                    .await
+                    .is_err()
+                {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn with_http2_enabled_every_endpoint_speaks_it_and_metrics_are_https() {
+        let (manager, [probe, metrics, webhook], cert, _dir) =
+            serving_manager(&["--enable-http2=true"]);
+        let shutdown = CancellationToken::new();
+        let run = tokio::spawn(manager.run_until(Vec::new(), shutdown.clone()));
+        wait_listening(&[probe, metrics, webhook]).await;
+        assert_eq!(h2c_get(probe, "/healthz").await, Ok(StatusCode::OK));
+        // Unauthenticated, over HTTP/2 and TLS: a 401 proves both.
+        let answer =
+            crate::webhook::tests::https_post(metrics, &cert, true, "/metrics", Vec::new())
+                .await
+                .expect("metrics over HTTPS and HTTP/2");
+        assert_ne!(answer.status, StatusCode::OK, "no metrics without a token");
+        let answer = crate::webhook::tests::https_post(webhook, &cert, true, "/mutate", Vec::new())
+            .await
+            .expect("webhooks over HTTP/2");
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "an empty review");
+        shutdown.cancel();
+        crate::testing::within(run).await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn without_http2_no_endpoint_speaks_it() {
+        let (manager, [probe, metrics, webhook], cert, _dir) = serving_manager(&[]);
+        let shutdown = CancellationToken::new();
+        let run = tokio::spawn(manager.run_until(Vec::new(), shutdown.clone()));
+        wait_listening(&[probe, metrics, webhook]).await;
+        assert!(h2c_get(probe, "/healthz").await.is_err());
+        for port in [metrics, webhook] {
+            let http2 =
+                crate::webhook::tests::https_post(port, &cert, true, "/mutate", Vec::new()).await;
+            assert!(
+                http2.is_err(),
+                "port {port} spoke HTTP/2: {:?}",
+                http2.map(|a| a.status)
+            );
+            let http1 =
+                crate::webhook::tests::https_post(port, &cert, false, "/mutate", Vec::new()).await;
+            assert!(http1.is_ok(), "port {port}: {:?}", http1.err());
+        }
+        shutdown.cancel();
+        crate::testing::within(run).await.unwrap().unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn controllers_get_the_managers_own_metrics_and_their_name() {
+        let manager = manager();
+        let metrics = manager.metrics();
+        let seen: Arc<std::sync::Mutex<Option<Arc<Metrics>>>> = Arc::default();
+        let registration = {
+            let seen = seen.clone();
+            Registration::new("appotp", move |ctx: ControllerContext| async move {
+                *seen.lock().unwrap() = Some(ctx.metrics.clone());
+                ctx.shutdown.cancelled().await;
+                Ok(())
+            })
+        };
+        assert_eq!(registration.name(), "appotp");
+        let shutdown = CancellationToken::new();
+        let run = tokio::spawn(manager.run_until(vec![registration], shutdown.clone()));
+        crate::testing::within(async {
+            while seen.lock().unwrap().is_none() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        let given = seen.lock().unwrap().clone().unwrap();
+        assert!(
+            Arc::ptr_eq(&metrics, &given),
+            "Manager::metrics is what the controllers count in"
+        );
+        shutdown.cancel();
+        crate::testing::within(run).await.unwrap().unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn self_managed_certificates_are_set_up_before_webhooks_are_served() {
+        let dir = crate::tls::tests::tempdir();
+        let port_flag = format!("--webhook-port={}", free_port());
+        let cert_flag = format!("--webhook-cert-path={}", dir.path().display());
+        let (manager, mut server) = manager_with(&[
+            &port_flag,
+            &cert_flag,
+            "--webhook-cert-secret=webhook-server-cert",
+            "--webhook-service-name=my-operator-webhook-service",
+            "--webhook-service-namespace=operators",
+        ]);
+        let health = manager.health();
+        let run = tokio::spawn(
+            manager
+                .webhooks(crate::webhook::tests::webhooks())
+                .run_until(Vec::new(), CancellationToken::new()),
+        );
+        let (request, _pending) =
+            tokio::time::timeout(Duration::from_secs(5), server.next_request())
+                .await
+                .expect("a request within 5 s")
+                .unwrap();
+        assert_eq!(request.method(), Method::GET);
+        assert_eq!(
+            request.uri().path(),
+            "/api/v1/namespaces/operators/secrets/webhook-server-cert"
+        );
+        assert!(
+            !health.readiness().1.contains("[+]webhook ok"),
+            "no webhook is served before its certificate"
+        );
+        run.abort();
+    }
+
+    /// Run as a process of its own by `sigterm_stops_a_running_manager_cleanly`: a manager
+    /// whose controller says when it starts and stops.
+    #[test]
+    #[ignore = "a child process of sigterm_stops_a_running_manager_cleanly"]
+    fn manager_process() {
+        if std::env::var_os("RSBUILDER_MANAGER_PROCESS").is_none() {
+            return;
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let controller = Registration::new("appotp", |ctx: ControllerContext| async move {
+                println!("controller started");
+                ctx.shutdown.cancelled().await;
+                println!("controller stopped");
+                Ok(())
+            });
+            manager().run(vec![controller]).await.unwrap();
+            println!("manager returned");
+        });
+    }
+
+    #[test]
+    fn sigterm_stops_a_running_manager_cleanly() {
+        use std::io::BufRead as _;
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "manager::tests::manager_process", "--ignored"])
+            .args(["--nocapture", "--test-threads=1"])
+            .env("RSBUILDER_MANAGER_PROCESS", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (lines, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = lines.send(line);
+            }
+        });
+        let wait_for = |wanted: &str| loop {
+            match received.recv_timeout(Duration::from_secs(10)) {
+                // libtest writes `test manager::tests::manager_process ... ` before the first.
+                Ok(line) if line.ends_with(wanted) => return,
+                Ok(_) => {}
+                Err(error) => panic!("no `{wanted}` from the manager: {error}"),
+            }
+        };
+        wait_for("controller started");
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        wait_for("controller stopped");
+        wait_for("manager returned");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                child.kill().unwrap();
+                panic!("the manager did not exit within 10 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "{status}");
     }
 
     #[tokio::test]

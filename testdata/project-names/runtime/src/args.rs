@@ -351,9 +351,12 @@ pub(crate) mod tests {
         for (input, expected) in cases {
             let parsed = input.parse::<BindAddress>();
             match (parsed, expected) {
-                (Ok(BindAddress::Disabled), Some("disabled")) => {}
+                (Ok(BindAddress::Disabled), Some("disabled")) => {
+                    assert_eq!(BindAddress::Disabled.socket_addr(), None);
+                }
                 (Ok(BindAddress::Enabled(addr)), Some(want)) => {
-                    assert_eq!(addr.to_string(), want, "input {input:?}")
+                    assert_eq!(addr.to_string(), want, "input {input:?}");
+                    assert_eq!(BindAddress::Enabled(addr).socket_addr(), Some(addr));
                 }
                 (Err(_), None) => {}
                 (got, want) => panic!("input {input:?}: got {got:?}, want {want:?}"),
@@ -531,10 +534,14 @@ pub(crate) mod tests {
         );
         assert_eq!(args.webhook_cert_check_interval, Duration::from_secs(60));
         assert!(parse(&[]).webhook_cert_secret.is_none());
-        assert_eq!(
-            parse(&["--webhook-cert-check-interval=500ms"]).webhook_cert_check_interval,
-            Duration::from_millis(500)
-        );
+        for (flag, interval) in [("500ms", 500), ("100ms", 100)] {
+            assert_eq!(
+                parse(&[&format!("--webhook-cert-check-interval={flag}")])
+                    .webhook_cert_check_interval,
+                Duration::from_millis(interval),
+                "the shortest interval, 100ms, is taken"
+            );
+        }
         for short in ["0", "99ms"] {
             let arg = format!("--webhook-cert-check-interval={short}");
             assert!(

@@ -95,15 +95,18 @@ impl LeaderElectionConfig {
 /// This replica's identity: the pod's name (`POD_NAME`) or the host name, and a random suffix,
 /// as client-go makes it, so that a restarted pod is a new candidate.
 pub fn default_identity() -> String {
+    identity(
+        std::env::var("POD_NAME").ok(),
+        std::env::var("HOSTNAME").ok(),
+    )
+}
+
+/// The identity of [`default_identity`], from the values of `POD_NAME` and `HOSTNAME`.
+fn identity(pod_name: Option<String>, host_name: Option<String>) -> String {
     use std::hash::{BuildHasher, Hasher};
-    let host = std::env::var("POD_NAME")
-        .ok()
+    let host = pod_name
         .filter(|name| !name.is_empty())
-        .or_else(|| {
-            std::env::var("HOSTNAME")
-                .ok()
-                .filter(|name| !name.is_empty())
-        })
+        .or_else(|| host_name.filter(|name| !name.is_empty()))
         .unwrap_or_else(|| "manager".to_owned());
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u128(
@@ -410,8 +413,8 @@ impl LeaderElector {
     fn released(&self, lease: &Lease) -> Lease {
         let now = MicroTime(Timestamp::now());
         let mut released = lease.clone();
+        // No `holder_identity`: the default leaves it out.
         released.spec = Some(LeaseSpec {
-            holder_identity: None,
             lease_duration_seconds: Some(1),
             acquire_time: Some(now.clone()),
             renew_time: Some(now),
@@ -618,6 +621,27 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_identity_is_the_pod_or_host_name_and_a_suffix_of_its_own() {
+        let named = |pod: Option<&str>, host: Option<&str>| {
+            let identity = identity(pod.map(str::to_owned), host.map(str::to_owned));
+            let (name, suffix) = identity.rsplit_once('_').unwrap();
+            assert_eq!(suffix.len(), 16, "{identity}");
+            assert!(suffix.bytes().all(|b| b.is_ascii_hexdigit()), "{identity}");
+            name.to_owned()
+        };
+        assert_eq!(named(Some("pod-1"), Some("host")), "pod-1");
+        assert_eq!(named(Some(""), Some("host")), "host");
+        assert_eq!(named(None, Some("host")), "host");
+        assert_eq!(named(None, Some("")), "manager");
+        assert_eq!(named(None, None), "manager");
+        assert_ne!(
+            identity(Some("pod-1".into()), None),
+            identity(Some("pod-1".into()), None),
+            "a restarted pod is a new candidate"
+        );
+    }
+
+    #[test]
     fn client_gos_default_timings_are_valid() {
         assert_eq!(refusal(|_| {}), None);
     }
@@ -813,7 +837,7 @@ pub(crate) mod tests {
         );
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_closed_fence_keeps_the_requests_in_the_process() {
         let (service, mut server) = mock::pair::<Request<Body>, Response<Body>>();
         let fence = Fence::new(Instant::now() + Duration::from_secs(60));
@@ -1015,6 +1039,75 @@ pub(crate) mod tests {
         respond(send, 200, &body);
         let (leadership, _) = crate::testing::within(acquiring).await.unwrap();
         assert!(leadership.is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_create_is_a_warning_and_a_lost_race_is_not() {
+        let captured = crate::testing::capture();
+        let (mut elector, mut server) = elector();
+        let stop = CancellationToken::new();
+        let acquiring = {
+            let stop = stop.clone();
+            tokio::spawn(async move { elector.acquire(&stop).await })
+        };
+        for (status, body) in [(403, failure(403)), (409, conflict())] {
+            let (_, send) = next(&mut server, Method::GET, PATH).await;
+            respond(send, 404, &not_found());
+            let (_, send) = next(&mut server, Method::POST, COLLECTION).await;
+            respond(send, status, &body);
+        }
+        stop.cancel();
+        assert!(crate::testing::within(acquiring).await.unwrap().is_none());
+        let said: Vec<String> = captured
+            .text()
+            .lines()
+            .filter(|line| line.contains("rsbuilder_runtime::leader"))
+            .map(|line| {
+                let (level, rest) = line.trim_start().split_once(' ').unwrap();
+                let message = rest.split_once(": ").unwrap().1;
+                format!("{level} {}", message.split(" lease=").next().unwrap())
+            })
+            .collect();
+        assert_eq!(said.len(), 2, "{said:#?}");
+        assert!(
+            said[0].starts_with("WARN failed to acquire the Lease: "),
+            "{said:#?}"
+        );
+        assert_eq!(said[1], "DEBUG another replica updated the Lease first");
+        let named = captured
+            .text()
+            .lines()
+            .filter(|line| line.ends_with(" lease=operators/my-operator"))
+            .count();
+        assert_eq!(named, 2, "each line names the Lease");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_replica_says_once_who_holds_the_lease() {
+        let captured = crate::testing::capture();
+        let (mut elector, mut server) = elector();
+        let stop = CancellationToken::new();
+        let acquiring = {
+            let stop = stop.clone();
+            tokio::spawn(async move { elector.acquire(&stop).await })
+        };
+        for (round, holder) in ["other", "other", "other", "third", "third"]
+            .into_iter()
+            .enumerate()
+        {
+            let (_, send) = next(&mut server, Method::GET, PATH).await;
+            let renewed = format!("2026-01-01T00:00:{:02}.000000Z", round * 2);
+            respond(send, 200, &lease(holder, &renewed, 0, &round.to_string()));
+        }
+        stop.cancel();
+        assert!(crate::testing::within(acquiring).await.unwrap().is_none());
+        let said: Vec<String> = captured
+            .text()
+            .lines()
+            .filter(|line| line.contains("the Lease is held by another replica"))
+            .map(|line| line.rsplit_once("holder=").unwrap().1.to_owned())
+            .collect();
+        assert_eq!(said, ["other", "third"]);
     }
 
     #[tokio::test(start_paused = true)]
@@ -1309,6 +1402,24 @@ pub(crate) mod tests {
         );
         respond(send, 200, &body);
         assert!(crate::testing::within(releasing).await.unwrap().unwrap());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_release_refused_for_another_reason_than_a_conflict_is_not_retried() {
+        let (mut elector, mut server) = elector();
+        let releasing = tokio::spawn(async move {
+            elector.acquire(&CancellationToken::new()).await.unwrap();
+            elector.release().await.map_err(|error| error.to_string())
+        });
+        grant(&mut server).await;
+        let (_, send) = next(&mut server, Method::PUT, PATH).await;
+        respond(send, 500, &failure(500));
+        let error = crate::testing::within(releasing)
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert!(error.starts_with("ApiError: "), "{error}");
+        assert_no_request(&mut server).await;
     }
 
     #[tokio::test(start_paused = true)]

@@ -182,34 +182,10 @@ mod tests {
         );
     }
 
-    /// A writer into a shared buffer, for a test's log subscriber.
-    #[derive(Clone, Default)]
-    struct Logs(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Logs {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
     #[test]
     fn a_failure_is_logged_with_its_reason_when_it_is_reported() {
-        let logs = Logs::default();
-        let writer = logs.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .finish();
         let health = Health::default();
-        tracing::subscriber::with_default(subscriber, || {
-            health.fail("controller appotp stopped");
-        });
-        let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+        let logged = crate::testing::logged(|| health.fail("controller appotp stopped"));
         assert!(logged.contains("ERROR"), "{logged}");
         assert!(
             logged.contains("reason=controller appotp stopped"),

@@ -404,6 +404,21 @@ mod tests {
     }
 
     #[test]
+    fn numbers_past_i64_are_compared_exactly() {
+        // As floats, these two are the same number: a defaulter's change would be lost.
+        let ops = patch(
+            r#"{"n":18446744073709551615}"#,
+            &json!({"n": u64::MAX}),
+            &json!({"n": u64::MAX - 1}),
+            &json!({"n": u64::MAX - 1}),
+        );
+        assert_eq!(
+            ops,
+            json!([{"op": "replace", "path": "/n", "value": u64::MAX - 1}])
+        );
+    }
+
+    #[test]
     fn arrays_change_in_place_and_at_the_end() {
         // An item changed in place keeps what the type does not know.
         let ops = patch(
@@ -471,6 +486,31 @@ mod tests {
             &json!({"c": [{"name": "app"}]}),
             &json!({"c": [{"name": "app"}, {"name": "sidecar"}]}),
             &json!({"c": [{"name": "app", "x": 1}, {"name": "sidecar"}]}),
+        );
+    }
+
+    #[test]
+    fn a_typed_object_of_another_shape_counts_as_having_nothing_there() {
+        // The type writes `extra` as `null` (a field it reads into nothing): the request's
+        // object there has no fields before defaulting, so the missing `b` is one the type
+        // did not know, and it stays.
+        let ops = patch(
+            r#"{"spec":{"extra":{"a":1,"b":2}}}"#,
+            &json!({"spec": {"extra": null}}),
+            &json!({"spec": {"extra": {"a": 1}}}),
+            &json!({"spec": {"extra": {"a": 1, "b": 2}}}),
+        );
+        assert_eq!(ops, json!([]));
+        // The same for an array: with no items before, a shorter array is replaced whole.
+        let ops = patch(
+            r#"{"spec":{"list":[1,2]}}"#,
+            &json!({"spec": {"list": null}}),
+            &json!({"spec": {"list": [1]}}),
+            &json!({"spec": {"list": [1]}}),
+        );
+        assert_eq!(
+            ops,
+            json!([{"op": "replace", "path": "/spec/list", "value": [1]}])
         );
     }
 
