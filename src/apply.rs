@@ -977,6 +977,277 @@ mod tests {
         })
     }
 
+    /// What `plan` does to each file of `tree`, in the order it is written.
+    fn actions(tree: &Memory, plan: Plan, force: bool) -> anyhow::Result<Vec<(String, Action)>> {
+        let options = Options {
+            force,
+            ..Options::default()
+        };
+        Ok(resolve(tree, plan, options)?
+            .into_iter()
+            .map(|change| (change.path.display().to_string(), change.action))
+            .collect())
+    }
+
+    #[test]
+    fn files_that_hold_their_planned_bytes_are_unchanged_and_project_is_written_last() {
+        let tree = memory(&[
+            ("PROJECT", "same"),
+            ("src/owned.rs", "same"),
+            ("src/regenerated.rs", "same"),
+            (
+                "listing.txt",
+                "src/owned.rs=\"same\"\nsrc/regenerated.rs=\"same\"\n",
+            ),
+        ]);
+        let plan = Plan {
+            files: vec![
+                file("PROJECT", "same", Policy::Regenerated),
+                file("src/owned.rs", "same", Policy::Owned),
+                file("src/regenerated.rs", "same", Policy::Regenerated),
+                file("src/z.rs", "new", Policy::Owned),
+            ],
+            derived: vec![listing()],
+            ..Plan::default()
+        };
+        assert_eq!(
+            actions(&tree, plan, false).unwrap(),
+            [
+                ("listing.txt".to_owned(), Action::Update),
+                ("src/owned.rs".to_owned(), Action::Unchanged),
+                ("src/regenerated.rs".to_owned(), Action::Unchanged),
+                ("src/z.rs".to_owned(), Action::Create),
+                ("PROJECT".to_owned(), Action::Unchanged),
+            ]
+        );
+        // The listing as it will be: unchanged.
+        let tree = memory(&[(
+            "listing.txt",
+            "src/owned.rs=\"same\"\nsrc/regenerated.rs=\"same\"\n",
+        )]);
+        let plan = Plan {
+            files: vec![
+                file("src/owned.rs", "same", Policy::Owned),
+                file("src/regenerated.rs", "same", Policy::Owned),
+            ],
+            derived: vec![listing()],
+            ..Plan::default()
+        };
+        let listed = actions(&tree, plan, false).unwrap();
+        assert_eq!(listed[0], ("listing.txt".to_owned(), Action::Unchanged));
+    }
+
+    #[test]
+    fn conflicts_are_named_in_one_refusal_with_its_help() {
+        let tree = memory(&[("a.rs", "mine"), ("b.rs", "mine")]);
+        let refusal = |paths: &[&str]| {
+            let plan = Plan {
+                files: paths
+                    .iter()
+                    .map(|path| file(path, "rsbuilder's", Policy::Owned))
+                    .collect(),
+                ..Plan::default()
+            };
+            let error = actions(&tree, plan, false).unwrap_err();
+            let error = error.downcast_ref::<UserError>().unwrap();
+            format!("{error}\nhelp: {}", error.help_text().unwrap_or_default())
+        };
+        assert_eq!(
+            refusal(&["a.rs"]),
+            "`a.rs` already exists and would be overwritten\nhelp: pass --force to overwrite it"
+        );
+        assert_eq!(
+            refusal(&["a.rs", "b.rs"]),
+            "`a.rs`, `b.rs` already exist and would be overwritten\nhelp: pass --force to overwrite them"
+        );
+        let plan = Plan {
+            files: vec![file("a.rs", "rsbuilder's", Policy::Owned)],
+            ..Plan::default()
+        };
+        assert_eq!(
+            actions(&tree, plan, true).unwrap(),
+            [("a.rs".to_owned(), Action::Overwrite)]
+        );
+    }
+
+    #[test]
+    fn the_view_lays_the_plans_changes_over_the_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("src")).unwrap();
+        for name in ["kept", "gone", "locked"] {
+            fs::write(dir.path().join(format!("src/{name}.rs")), name).unwrap();
+        }
+        let locked = dir.path().join("src/locked.rs");
+        let mut permissions = fs::metadata(&locked).unwrap().permissions();
+        permissions.set_readonly(true);
+        fs::set_permissions(&locked, permissions).unwrap();
+        let tree = OnDisk(dir.path());
+        let change = |path: &str, action, contents: &str| {
+            (
+                PathBuf::from(path),
+                Change {
+                    path: path.into(),
+                    action,
+                    contents: contents.into(),
+                    before: None,
+                },
+            )
+        };
+        let changes: BTreeMap<PathBuf, Change> = [
+            change("src/new.rs", Action::Create, "new"),
+            change("src/gone.rs", Action::Remove, ""),
+        ]
+        .into_iter()
+        .collect();
+        let view = View {
+            tree: &tree,
+            changes: &changes,
+        };
+        for (path, text) in [
+            ("src/new.rs", Some("new")),
+            ("src/gone.rs", None),
+            ("src/kept.rs", Some("kept")),
+            ("src/missing.rs", None),
+        ] {
+            let path = Path::new(path);
+            assert_eq!(view.read(path).unwrap().as_deref(), text, "{path:?}");
+            assert_eq!(view.is_file(path), text.is_some(), "{path:?}");
+        }
+        assert!(view.is_read_only(Path::new("src/locked.rs")));
+        assert!(!view.is_read_only(Path::new("src/kept.rs")));
+        assert_eq!(
+            view.files_under(Path::new("src"), "rs").unwrap(),
+            [
+                PathBuf::from("src/kept.rs"),
+                PathBuf::from("src/locked.rs"),
+                PathBuf::from("src/new.rs")
+            ]
+        );
+        assert_eq!(
+            read_existing(dir.path(), Path::new("src/kept.rs"))
+                .unwrap()
+                .as_deref(),
+            Some("kept")
+        );
+        assert_eq!(
+            read_existing(dir.path(), Path::new("src/none.rs")).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn undo_restores_what_it_can_and_names_every_failure_but_what_was_never_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir_all(root.join("full")).unwrap();
+        fs::write(root.join("full/kept.txt"), "kept").unwrap();
+        fs::create_dir_all(root.join("a-folder.txt")).unwrap();
+        fs::write(root.join("replaced.txt"), "new").unwrap();
+        // A file where a folder of the entry would be: that folder was never made.
+        fs::write(root.join("file.txt"), "").unwrap();
+        fs::create_dir_all(root.join(UNDO_DIR).join("unreadable.txt")).unwrap();
+        fs::write(root.join(UNDO_DIR).join("replaced.txt"), "old").unwrap();
+        let entries = [
+            Entry::Dir("full".into()),
+            Entry::Dir("never".into()),
+            Entry::Dir("file.txt/below".into()),
+            Entry::Create("a-folder.txt".into()),
+            Entry::Create("never.txt".into()),
+            Entry::Replace("replaced.txt".into()),
+            Entry::Replace("untouched.txt".into()),
+            Entry::Remove("unreadable.txt".into()),
+        ];
+        let failures = undo(root, &entries);
+        let named: Vec<&str> = failures
+            .iter()
+            .map(|failure| failure.split(": ").next().unwrap())
+            .collect();
+        assert_eq!(
+            named,
+            [
+                "failed to restore `unreadable.txt`",
+                "failed to remove `a-folder.txt`",
+                "failed to remove `full`",
+            ],
+            "{failures:#?}"
+        );
+        assert_eq!(
+            fs::read_to_string(root.join("replaced.txt")).unwrap(),
+            "old"
+        );
+        assert!(!root.join("untouched.txt").exists());
+    }
+
+    #[test]
+    fn writes_make_only_the_missing_folders_and_journal_what_they_replace() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir_all(root.join("src")).unwrap();
+        fs::write(root.join("src/lib.rs"), "old").unwrap();
+        let change = |path: &str, action| Change {
+            path: path.into(),
+            action,
+            contents: format!("{path} new"),
+            before: None,
+        };
+        let mut journal = Journal::begin(root).unwrap();
+        let mut dirs = std::collections::HashSet::new();
+        for change in [
+            change("src/new/deep.rs", Action::Create),
+            change("src/lib.rs", Action::Update),
+            // Planned as a replacement, but gone by the time it is written: it is new.
+            change("src/vanished.rs", Action::Overwrite),
+        ] {
+            write_one(root, &change, &mut journal, &mut dirs).unwrap();
+        }
+        let lines: Vec<String> = journal.entries.iter().map(Entry::line).collect();
+        assert_eq!(
+            lines.concat(),
+            "dir\tsrc/new\ncreate\tsrc/new/deep.rs\nreplace\tsrc/lib.rs\ncreate\tsrc/vanished.rs\n"
+        );
+        assert_eq!(
+            fs::read_to_string(root.join("src/lib.rs")).unwrap(),
+            "src/lib.rs new"
+        );
+        assert_eq!(
+            fs::read_to_string(root.join(UNDO_DIR).join("src/lib.rs")).unwrap(),
+            "old"
+        );
+        assert_eq!(
+            fs::read_to_string(root.join("src/vanished.rs")).unwrap(),
+            "src/vanished.rs new"
+        );
+    }
+
+    #[test]
+    fn a_scratch_folder_is_new_and_gone_once_dropped() {
+        let scratch = Scratch::new("test").unwrap();
+        let other = Scratch::new("test").unwrap();
+        assert_ne!(scratch.path(), other.path());
+        let name = scratch.path().file_name().unwrap().to_string_lossy();
+        assert!(name.starts_with("rsbuilder-test-"), "{name}");
+        let file = scratch.write("a.txt", "text").unwrap();
+        assert_eq!(fs::read_to_string(&file).unwrap(), "text");
+        let path = scratch.path().to_path_buf();
+        drop(scratch);
+        assert!(!path.exists());
+        assert!(other.path().is_dir());
+    }
+
+    #[test]
+    fn a_journal_that_cannot_be_read_is_an_error_not_an_absence() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join(JOURNAL)).unwrap();
+        let error = recover(dir.path()).unwrap_err();
+        assert_eq!(error.to_string(), format!("failed to read `{JOURNAL}`"));
+        fs::remove_dir(dir.path().join(JOURNAL)).unwrap();
+        recover(dir.path()).unwrap();
+        // Copies that cannot be removed are an error too; copies never made are not.
+        fs::write(dir.path().join(UNDO_DIR), "a file").unwrap();
+        let error = recover(dir.path()).unwrap_err();
+        assert_eq!(error.to_string(), format!("failed to remove `{UNDO_DIR}`"));
+    }
+
     #[test]
     fn derived_files_see_the_tree_the_plan_leaves() {
         let mut tree = memory(&[

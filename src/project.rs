@@ -686,6 +686,72 @@ fn quoted(value: &str) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_root_is_the_nearest_directory_with_a_project_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let nested = dir.path().join("operator/src");
+        std::fs::create_dir_all(&nested).unwrap();
+        let error = find_root(&nested).unwrap_err();
+        assert!(
+            error.to_string().starts_with("no PROJECT file found in `"),
+            "{error}"
+        );
+        std::fs::write(dir.path().join(FILE), "").unwrap();
+        assert_eq!(find_root(&nested).unwrap(), dir.path());
+        assert_eq!(find_root(dir.path()).unwrap(), dir.path());
+        // A directory named PROJECT is not the file.
+        std::fs::create_dir_all(nested.join(FILE)).unwrap();
+        assert_eq!(find_root(&nested).unwrap(), dir.path());
+    }
+
+    #[test]
+    fn a_core_kind_is_kubernetes_own_with_both_layouts_and_a_project_kind_has_one() {
+        let text = "cliVersion: 0.1.0\ndomain: learn.com\nlayout:\n- rsbuilder.io/v1\nprojectName: p\nversion: \"3\"\n\
+resources:\n- core: true\n  group: apps\n  kind: Deployment\n  version: v1\n  \
+webhooks:\n    defaulting: true\n- api:\n    crdVersion: v1\n  domain: learn.com\n  group: ship\n  \
+kind: Frigate\n  version: v1\n";
+        let project = parse(text).unwrap();
+        let [deployment, frigate] = project.resources.as_slice() else {
+            panic!("{:?}", project.resources);
+        };
+        assert_eq!(
+            deployment.webhooks.as_ref().unwrap().webhook_version,
+            "v1",
+            "webhookVersion defaults to v1"
+        );
+        assert_eq!(deployment.builtin().map(|b| b.kind), Some("Deployment"));
+        let layouts = deployment.layouts("learn.com");
+        assert_eq!(layouts.len(), 2, "today's layout and the earlier one");
+        assert_eq!(layouts[0].kind, "Deployment");
+        assert_ne!(layouts[0].group_module, layouts[1].group_module);
+        assert_eq!(
+            deployment.names("learn.com").group_module,
+            layouts[0].group_module
+        );
+        assert!(frigate.builtin().is_none());
+        let layouts = frigate.layouts("learn.com");
+        assert_eq!(layouts.len(), 1);
+        assert_eq!(layouts[0].crd_name, "frigates.ship.learn.com");
+        assert_eq!(frigate.group_with_domain(), "ship.learn.com");
+        assert_eq!(deployment.group_with_domain(), "apps");
+        let no_group = Resource {
+            group: String::new(),
+            ..frigate.clone()
+        };
+        assert_eq!(no_group.group_with_domain(), "learn.com");
+        assert!(frigate.is("ship", "v1", "Frigate"));
+        for (group, version, kind) in [
+            ("sail", "v1", "Frigate"),
+            ("ship", "v2", "Frigate"),
+            ("ship", "v1", "Sloop"),
+        ] {
+            assert!(
+                !frigate.is(group, version, kind),
+                "{group}/{version} {kind}"
+            );
+        }
+    }
+
     fn project() -> Project {
         Project {
             autoupdate: false,

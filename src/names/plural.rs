@@ -7,14 +7,13 @@
 //! later ones first) come before the suffix rules (the earlier ones first), and every rule's
 //! plural suffix is kept as it is; last, a word ending in `s` is kept and any other gets `s`.
 
-/// One dictionary word: its plural, whether it is matched only as a whole word, and whether
-/// its plural maps back to it.
+/// One dictionary word: its plural, whether it is matched only as a whole word, and another
+/// plural that is kept as it is.
 struct Word {
     singular: &'static str,
     plural: &'static str,
     exact: bool,
     alternative: Option<&'static str>,
-    reversible: bool,
 }
 
 const fn word(singular: &'static str, plural: &'static str) -> Word {
@@ -23,7 +22,6 @@ const fn word(singular: &'static str, plural: &'static str) -> Word {
         plural,
         exact: false,
         alternative: None,
-        reversible: true,
     }
 }
 
@@ -41,19 +39,12 @@ const fn or(singular: &'static str, plural: &'static str, alternative: &'static 
     }
 }
 
-const fn one_way(singular: &'static str, plural: &'static str) -> Word {
-    Word {
-        reversible: false,
-        ..word(singular, plural)
-    }
-}
-
 /// Irregular, identical and uncountable words.
 const DICTIONARY: &[Word] = &[
     word("aircraft", "aircraft"),
     or("beef", "beef", "beefs"),
     word("bison", "bison"),
-    one_way("blues", "blues"),
+    word("blues", "blues"),
     word("chassis", "chassis"),
     word("deer", "deer"),
     or("fish", "fish", "fishes"),
@@ -91,7 +82,7 @@ const DICTIONARY: &[Word] = &[
     word("phenomenon", "phenomena"),
     word("taxon", "taxa"),
     word("media", "media"),
-    one_way("medium", "media"),
+    word("medium", "media"),
     or("stadium", "stadiums", "stadia"),
     or("aquarium", "aquaria", "aquariums"),
     or("auditorium", "auditoria", "auditoriums"),
@@ -130,13 +121,13 @@ const DICTIONARY: &[Word] = &[
     or("helix", "helices", "helixes"),
     exact("axis", "axes"),
     word("crisis", "crises"),
-    one_way("ellipsis", "ellipses"),
+    word("ellipsis", "ellipses"),
     word("genesis", "geneses"),
     word("oasis", "oases"),
     word("thesis", "theses"),
     word("testis", "testes"),
     word("base", "bases"),
-    one_way("basis", "bases"),
+    word("basis", "bases"),
     exact("alias", "aliases"),
     word("vedalia", "vedalias"),
     exact("use", "uses"),
@@ -265,9 +256,9 @@ pub fn plural(kind: &str) -> String {
     if let Some(entry) = DICTIONARY.iter().find(|entry| entry.singular == word) {
         return entry.plural.to_owned();
     }
-    let known_plural = DICTIONARY.iter().any(|entry| {
-        entry.reversible && (entry.plural == word || entry.alternative == Some(word.as_str()))
-    });
+    let known_plural = DICTIONARY
+        .iter()
+        .any(|entry| entry.plural == word || entry.alternative == Some(word.as_str()));
     if known_plural {
         return word;
     }
@@ -354,6 +345,12 @@ mod tests {
         ("Mouse", "mice"),
         ("Blouse", "blouses"),
         ("Ox", "oxen"),
+        // Plurals, of whole-word entries and alternative ones, are kept.
+        ("Oxen", "oxen"),
+        ("Lice", "lice"),
+        ("Octopi", "octopi"),
+        ("Formulae", "formulae"),
+        ("Adieus", "adieus"),
         ("Box", "boxes"),
         ("Mailbox", "mailboxes"),
         ("Alias", "aliases"),

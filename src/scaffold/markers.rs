@@ -165,6 +165,26 @@ fn holds_block(lines: &[&str], fragment: &str, indent: &str) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn each_kind_of_file_has_its_comment() {
+        for (path, prefix) in [
+            ("operator/src/main.rs", Some("//")),
+            ("config/rbac/kustomization.yaml", Some("#")),
+            ("config/samples/x.yml", Some("#")),
+            ("Cargo.toml", Some("#")),
+            ("Makefile", Some("#")),
+            ("hack/Dockerfile", Some("#")),
+            ("README.md", None),
+            ("PROJECT", None),
+        ] {
+            assert_eq!(comment_prefix(Path::new(path)), prefix, "{path}");
+        }
+        assert_eq!(
+            marker_line(Path::new("Makefile"), "targets").as_deref(),
+            Some("# +rsbuilder:scaffold:targets")
+        );
+    }
+
     /// A line-by-line insertion.
     fn insert(
         path: &Path,

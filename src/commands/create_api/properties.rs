@@ -319,6 +319,8 @@ fn check_yaml(path: &Path, text: &str) -> Vec<String> {
     for document in serde_yaml::Deserializer::from_str(text) {
         if let Err(error) = <serde_yaml::Value as serde::Deserialize>::deserialize(document) {
             problems.push(format!("{}: does not parse: {error}", path.display()));
+            // serde_yaml's documents after an error are that error again, without end.
+            break;
         }
     }
     let mut block: Option<usize> = None;
