@@ -2214,6 +2214,216 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_limits_are_controller_runtimes_and_half_a_review_more_in_flight() {
+        assert_eq!(MAX_BODY_BYTES, 7 * 1024 * 1024);
+        assert_eq!(
+            DEFAULT_MAX_IN_FLIGHT_BYTES,
+            7 * 1024 * 1024 + 7 * 1024 * 512
+        );
+    }
+
+    #[test]
+    fn a_denial_shows_its_message_and_a_conversion_its_versions() {
+        let denied = Denied::new("the application is protected");
+        assert_eq!(denied.to_string(), "the application is protected");
+        assert_eq!((denied.reason.as_str(), denied.code), ("Forbidden", 403));
+        let invalid = Denied::invalid("replicas must be at least 1");
+        assert_eq!(invalid.to_string(), "replicas must be at least 1");
+        assert_eq!((invalid.reason.as_str(), invalid.code), ("Invalid", 422));
+        assert_eq!(
+            format!("{:?}", Conversion::hub::<Application>()),
+            r#"Conversion { group: "example.com", kind: "Application", hub: "v1", spokes: [] }"#
+        );
+    }
+
+    #[test]
+    fn a_field_is_lost_when_it_is_missing_or_holds_another_value_but_not_when_null() {
+        use serde_json::json;
+        let lost = |from, to| lost_field(&from, &to, "");
+        assert_eq!(lost(json!({"a": {"b": 1}}), json!({"a": {"b": 1}})), None);
+        assert_eq!(
+            lost(json!({"a": {"b": 1}}), json!({"a": {"b": 2}})),
+            Some("a.b".into())
+        );
+        assert_eq!(
+            lost(json!({"a": {"b": 1}}), json!({"a": {}})),
+            Some("a.b".into())
+        );
+        assert_eq!(lost(json!({"a": 1}), json!({"a": "1"})), Some("a".into()));
+        // A null is no value: a version without the field keeps all there was.
+        assert_eq!(lost(json!({"a": null, "b": 1}), json!({"b": 1})), None);
+        assert_eq!(lost(json!({"a": null}), json!({})), None);
+    }
+
+    #[test]
+    fn same_fields_keeps_a_missing_option_and_refuses_a_changed_value() {
+        #[derive(Serialize, Deserialize, Debug, PartialEq)]
+        struct Optional {
+            replicas: i32,
+            image: Option<String>,
+        }
+        #[derive(Serialize, Deserialize, Debug, PartialEq)]
+        struct Narrow {
+            replicas: i32,
+        }
+        #[derive(Serialize, Deserialize, Debug, PartialEq)]
+        struct Rounded {
+            #[serde(deserialize_with = "round")]
+            replicas: i32,
+        }
+        fn round<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<i32, D::Error> {
+            i32::deserialize(deserializer).map(|replicas| replicas.max(1))
+        }
+        let none = Optional {
+            replicas: 2,
+            image: None,
+        };
+        assert_eq!(
+            same_fields::<_, Narrow>(&none).unwrap(),
+            Narrow { replicas: 2 }
+        );
+        // The other version reads the field, but as another value.
+        let error = same_fields::<_, Rounded>(Narrow { replicas: 0 }).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the field `replicas` has no place in the other version: convert it by hand"
+        );
+    }
+
+    #[test]
+    fn webhooks_list_their_paths_and_converted_crds() {
+        let empty = Webhooks::new();
+        assert!(empty.is_empty());
+        assert_eq!(empty.paths(), Vec::<&str>::new());
+        assert_eq!(empty.converted_crds(), Vec::<String>::new());
+
+        let mut only_conversion = Webhooks::new();
+        only_conversion.conversion(Conversion::hub::<Application>());
+        assert!(!only_conversion.is_empty());
+        assert_eq!(only_conversion.paths(), ["/convert"]);
+        assert_eq!(
+            only_conversion.converted_crds(),
+            ["applications.example.com"]
+        );
+
+        let mut only_validation = Webhooks::new();
+        only_validation.validating("/validate", Rules);
+        assert!(!only_validation.is_empty());
+        assert_eq!(only_validation.paths(), ["/validate"]);
+        assert_eq!(only_validation.converted_crds(), Vec::<String>::new());
+
+        let all = webhooks();
+        assert_eq!(all.paths(), ["/convert", "/mutate", "/validate"]);
+        assert_eq!(all.converted_crds(), ["applications.example.com"]);
+        assert_eq!(
+            format!("{all:?}"),
+            r#"Webhooks { paths: ["/convert", "/mutate", "/validate"], timeout: 30s, max_in_flight_bytes: 11010048 }"#
+        );
+    }
+
+    #[tokio::test]
+    async fn a_conversion_review_of_another_kind_or_api_version_is_refused() {
+        for (api_version, kind) in [
+            ("apiextensions.k8s.io/v1", "AdmissionReview"),
+            ("admission.k8s.io/v1", "ConversionReview"),
+        ] {
+            let review = serde_json::json!({
+                "apiVersion": api_version,
+                "kind": kind,
+                "request": {
+                    "uid": "00000000-0000-0000-0000-000000000000",
+                    "desiredAPIVersion": "example.com/v1",
+                    "objects": [],
+                },
+            });
+            let response =
+                within(webhooks().call(CONVERT_PATH, serde_json::to_vec(&review).unwrap())).await;
+            assert_eq!(
+                response.status(),
+                StatusCode::BAD_REQUEST,
+                "{kind} of {api_version}"
+            );
+            assert_eq!(
+                String::from_utf8_lossy(response.body()),
+                format!(
+                    "malformed ConversionReview: expected kind ConversionReview of apiextensions.k8s.io/v1, got kind `{kind}` of `{api_version}`"
+                )
+            );
+        }
+    }
+
+    /// A request without a `Content-Length`, its body in chunks of `chunk` bytes.
+    fn streamed(path: &str, body: Vec<u8>, chunk: usize) -> axum::http::Request<Body> {
+        let chunks = body
+            .chunks(chunk)
+            .map(|chunk| Ok::<_, std::convert::Infallible>(Bytes::copy_from_slice(chunk)))
+            .collect::<Vec<_>>();
+        axum::http::Request::post(path)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from_stream(futures::stream::iter(chunks)))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_streamed_body_of_exactly_the_limit_is_read_and_one_byte_more_is_refused() {
+        let mut body = serde_json::to_vec(&review::create(&app(2, "nginx"))).unwrap();
+        body.resize(MAX_BODY_BYTES, b' ');
+        let router = webhooks().router();
+        let response = within(Webhooks::send(
+            router.clone(),
+            streamed("/validate", body.clone(), 1 << 20),
+        ))
+        .await;
+        assert_eq!(response.status(), StatusCode::OK);
+        body.push(b' ');
+        let response = within(Webhooks::send(router, streamed("/validate", body, 1 << 20))).await;
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
+
+    /// Pins how much of a refused body is drained: up to the body limit, so that the client,
+    /// still sending, reads the `429`, and no further, so that a client sending without end
+    /// holds the server no longer than a whole review would.
+    #[tokio::test(start_paused = true)]
+    async fn a_body_refused_for_want_of_bytes_is_drained_up_to_the_limit() {
+        use futures::StreamExt as _;
+        const MIB: usize = 1 << 20;
+        let mut webhooks = Webhooks::new();
+        webhooks
+            .max_in_flight_bytes(MAX_BODY_BYTES)
+            .timeout(Duration::from_secs(10))
+            .validating("/slow", Slow);
+        let router = webhooks.router();
+        // The first review holds 4 MiB while it is validated, slowly.
+        let mut review = review::create(&app(1, "nginx"));
+        review["request"]["object"]["metadata"]["annotations"] =
+            serde_json::json!({"big": "x".repeat(4 * MIB - 2000)});
+        let body = serde_json::to_vec(&review).unwrap();
+        assert!(
+            (4 * MIB - 2000..4 * MIB).contains(&body.len()),
+            "{}",
+            body.len()
+        );
+        let first = tokio::spawn(Webhooks::send(router.clone(), streamed("/slow", body, MIB)));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        // The second sends 1 MiB at a time, 20 times: 3 fit, the 4th does not.
+        let pulled = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = pulled.clone();
+        let chunks = futures::stream::iter(0..20).map(move |_| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok::<_, std::convert::Infallible>(Bytes::from(vec![b' '; MIB]))
+        });
+        let request = axum::http::Request::post("/slow")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from_stream(chunks))
+            .unwrap();
+        let second = within(Webhooks::send(router, request)).await;
+        assert_eq!(second.status(), StatusCode::TOO_MANY_REQUESTS);
+        // 4 before the refusal, then 7 more: 8 MiB seen, past the 7 MiB limit.
+        assert_eq!(pulled.load(std::sync::atomic::Ordering::SeqCst), 11);
+        first.abort();
+    }
+
+    #[test]
     #[should_panic(expected = "the webhook path `/mutate` is registered twice")]
     fn a_path_registered_twice_is_a_programming_error() {
         webhooks().defaulting("/mutate", Defaults);

@@ -516,30 +516,24 @@ enum Lookup<V> {
 /// A keyed hash: how the caches name tokens and users.
 type Digest = [u8; 32];
 
-/// What an entry of a cache costs: its key, its timestamps and its answer.
+/// What an answer costs beyond the entry that holds it: the bytes it points to.
 trait Weigh {
-    /// The bytes of the answer, those it points to included.
-    fn weight(&self) -> usize;
-}
-
-impl Weigh for () {
+    /// The heap bytes of the answer; the entry's own size counts the rest.
     fn weight(&self) -> usize {
         0
     }
 }
 
-impl Weigh for bool {
-    fn weight(&self) -> usize {
-        1
-    }
-}
+impl Weigh for () {}
+
+impl Weigh for bool {}
 
 impl Weigh for UserInfo {
+    /// Its strings, and per list item or map entry the `String` or `Vec` that holds it.
     fn weight(&self) -> usize {
         let text = |value: &Option<String>| value.as_ref().map_or(0, String::len);
         let list = |values: &[String]| values.iter().map(|v| v.len() + 24).sum::<usize>();
-        std::mem::size_of::<Self>()
-            + text(&self.username)
+        text(&self.username)
             + text(&self.uid)
             + self.groups.as_deref().map_or(0, list)
             + self.extra.as_ref().map_or(0, |extra| {
@@ -594,10 +588,11 @@ impl<V: Clone + Weigh> Cache<V> {
         }
     }
 
-    fn remove(&mut self, key: &Digest) {
-        if let Some(entry) = self.entries.remove(key) {
-            self.bytes -= Self::cost(&entry.value);
-        }
+    /// Removes the entry of `key`, and gives back what it held.
+    fn remove(&mut self, key: &Digest) -> Option<V> {
+        let entry = self.entries.remove(key)?;
+        self.bytes -= Self::cost(&entry.value);
+        Some(entry.value)
     }
 
     /// Stores `value` for `ttl`, and remembers the key for `keep` (at least `ttl`). A value
@@ -629,9 +624,9 @@ impl<V: Clone + Weigh> Cache<V> {
                 .iter()
                 .min_by_key(|(_, entry)| entry.expires)
                 .map(|(key, _)| *key);
-            match first {
-                Some(first) => self.remove(&first),
-                None => break,
+            // Stop when nothing is left, or nothing could be removed.
+            if first.and_then(|first| self.remove(&first)).is_none() {
+                break;
             }
         }
         self.bytes += cost;
@@ -699,6 +694,32 @@ mod tests {
             assert!(line(&encoded, name).is_some(), "no {name}in\n{encoded}");
         }
     }
+    #[test]
+    fn the_leader_gauge_follows_the_election() {
+        let metrics = Metrics::default();
+        let gauge = |metrics: &Metrics| {
+            metrics
+                .encode()
+                .lines()
+                .find(|l| l.starts_with("leader_election_master_status "))
+                .map(str::to_owned)
+        };
+        assert_eq!(
+            gauge(&metrics).as_deref(),
+            Some("leader_election_master_status 0")
+        );
+        metrics.set_leader(true);
+        assert_eq!(
+            gauge(&metrics).as_deref(),
+            Some("leader_election_master_status 1")
+        );
+        metrics.set_leader(false);
+        assert_eq!(
+            gauge(&metrics).as_deref(),
+            Some("leader_election_master_status 0")
+        );
+    }
+
     use axum::body::{Body, to_bytes};
     use http::Request;
     use serde_json::{Value, json};
@@ -1071,6 +1092,8 @@ mod tests {
     #[test]
     fn the_caches_hold_their_bytes_and_entries_at_most() {
         let ttl = Duration::from_secs(60);
+        // The bounds the documentation gives: 1024 entries and 4 MiB a cache.
+        assert_eq!((CACHE_CAPACITY, CACHE_BYTES), (1024, 4 * 1024 * 1024));
         // Bounded by bytes: answers of about 36 KB each, in a cache of 1 MB.
         let mut cache = Cache::new(1024, 1024 * 1024);
         let big = user(1000);
@@ -1102,6 +1125,95 @@ mod tests {
         }
         assert_eq!(cache.entries.len(), 3);
         assert_eq!(cache.bytes, 3 * Cache::cost(&true));
+    }
+
+    #[test]
+    fn a_user_weighs_its_strings_and_their_holders() {
+        let user = UserInfo {
+            username: Some("ab".into()),
+            uid: Some("c".into()),
+            groups: Some(vec!["de".into(), "f".into()]),
+            extra: Some([("k".to_owned(), vec!["v".to_owned()])].into()),
+        };
+        // 2 + 1, groups (2 + 24) + (1 + 24), extra 1 + 48 + (1 + 24).
+        assert_eq!(user.weight(), 128);
+        assert_eq!(UserInfo::default().weight(), 0);
+        assert_eq!(true.weight(), 0);
+    }
+
+    /// Pins the instants at which an answer stops being fresh and its key is forgotten.
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_expires_and_its_key_is_forgotten_at_their_instants() {
+        let mut cache = Cache::new(8, usize::MAX);
+        cache.insert(
+            [1; 32],
+            true,
+            Duration::from_secs(60),
+            Duration::from_secs(120),
+        );
+        tokio::time::advance(Duration::from_secs(59)).await;
+        assert!(matches!(cache.get(&[1; 32]), Lookup::Fresh(true)));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(matches!(cache.get(&[1; 32]), Lookup::Expired));
+        tokio::time::advance(Duration::from_secs(59)).await;
+        assert!(matches!(cache.get(&[1; 32]), Lookup::Expired));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(matches!(cache.get(&[1; 32]), Lookup::Missing));
+        assert_eq!((cache.entries.len(), cache.bytes), (0, 0));
+    }
+
+    #[test]
+    fn answers_that_fill_the_cache_exactly_are_all_kept() {
+        let ttl = Duration::from_secs(60);
+        let cost = Cache::<bool>::cost(&true);
+        let mut cache = Cache::new(8, cost);
+        cache.insert([1; 32], true, ttl, ttl);
+        assert!(matches!(cache.get(&[1; 32]), Lookup::Fresh(true)));
+        let mut cache = Cache::new(8, 2 * cost);
+        cache.insert([1; 32], true, ttl, ttl);
+        cache.insert([2; 32], false, ttl, ttl);
+        assert!(matches!(cache.get(&[1; 32]), Lookup::Fresh(true)));
+        assert!(matches!(cache.get(&[2; 32]), Lookup::Fresh(false)));
+        assert_eq!(cache.bytes, 2 * cost);
+    }
+
+    /// The access review asks for the identity the token review gave, whole: a policy may
+    /// depend on the user's uid or extra fields, as with `kubectl auth can-i --as`.
+    #[tokio::test]
+    async fn the_access_review_carries_the_whole_identity() {
+        let (router, mut server) = secure();
+        let api = tokio::spawn(async move {
+            answer(
+                &mut server,
+                json!({
+                    "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {},
+                    "status": {"authenticated": true, "user": {
+                        "username": "system:serviceaccount:monitoring:prometheus",
+                        "uid": "0b9c4e5e-1d1a-4d6e-9f0e-6f3a2c1b0a99",
+                        "groups": ["system:serviceaccounts"],
+                        "extra": {"authentication.kubernetes.io/pod-name": ["prometheus-0"]}
+                    }}
+                }),
+            )
+            .await;
+            let (_, body) = answer(&mut server, access(true)).await;
+            assert_eq!(
+                body["spec"],
+                json!({
+                    "user": "system:serviceaccount:monitoring:prometheus",
+                    "uid": "0b9c4e5e-1d1a-4d6e-9f0e-6f3a2c1b0a99",
+                    "groups": ["system:serviceaccounts"],
+                    "extra": {"authentication.kubernetes.io/pod-name": ["prometheus-0"]},
+                    "nonResourceAttributes": {"path": "/metrics", "verb": "get"}
+                })
+            );
+        });
+        let (status, _) = scrape_path(&router, "/metrics", Some("Bearer t0ken")).await;
+        assert_eq!(status, StatusCode::OK);
+        tokio::time::timeout(Duration::from_secs(5), api)
+            .await
+            .expect("the API server task ends")
+            .unwrap();
     }
 
     #[tokio::test]
