@@ -162,7 +162,8 @@ for golden in testdata/*/; do
         "$8/scripts/check-chart.sh" "$7" dist/chart dist/install.yaml | grep -v "^ok: "
       fi
     fi
-  ' golden "$copy" "$rsbuilder" "$kubectl_bin" "$e2e_local" "$e2e_venv" "$name" "$helm_bin" "$root"; then
+  ' golden "$copy" "$rsbuilder" "$kubectl_bin" "$e2e_local" "$e2e_venv" "$name" "$helm_bin" "$root" \
+    2>&1 | tee "$work/$name.log"; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))
@@ -190,6 +191,14 @@ else
 fi
 
 echo
+# A failure's cause is often far above the end of a long log: its last lines again, here.
+for name in "${failures[@]}"; do
+  if [[ -f "$work/$name.log" ]]; then
+    echo "==> the last lines of golden project $name, which failed:"
+    grep -Ev '^ +([0-9]+: |at )' "$work/$name.log" | tail -n 40
+    echo
+  fi
+done
 if ((failed > 0)); then
   echo "failed: ${failures[*]}"
 fi

@@ -664,23 +664,17 @@ mod tests {
                 "no `{line}` in\n{started}"
             );
         }
-        let line = |encoded: &str, name: &str| {
-            encoded
-                .lines()
-                .find(|l| l.starts_with(name))
-                .map(str::to_owned)
-        };
         let first = metrics.reconcile.start("apps");
         let second = metrics.reconcile.start("apps");
         assert_eq!(
-            line(&metrics.encode(), "controller_runtime_active_workers{").as_deref(),
+            metric_line(&metrics.encode(), "controller_runtime_active_workers{").as_deref(),
             Some("controller_runtime_active_workers{controller=\"apps\"} 2")
         );
         drop(first);
         drop(second);
         let encoded = metrics.encode();
         assert_eq!(
-            line(&encoded, "controller_runtime_active_workers{").as_deref(),
+            metric_line(&encoded, "controller_runtime_active_workers{").as_deref(),
             Some("controller_runtime_active_workers{controller=\"apps\"} 0")
         );
         for name in [
@@ -691,19 +685,26 @@ mod tests {
             "process_open_fds ",
             "process_max_fds ",
         ] {
-            assert!(line(&encoded, name).is_some(), "no {name}in\n{encoded}");
+            assert!(
+                metric_line(&encoded, name).is_some(),
+                "no {name}in\n{encoded}"
+            );
         }
     }
+
+    /// The first line of the exposition that starts with `prefix`.
+    fn metric_line(encoded: &str, prefix: &str) -> Option<String> {
+        encoded
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .map(str::to_owned)
+    }
+
     #[test]
     fn the_leader_gauge_follows_the_election() {
         let metrics = Metrics::default();
-        let gauge = |metrics: &Metrics| {
-            metrics
-                .encode()
-                .lines()
-                .find(|l| l.starts_with("leader_election_master_status "))
-                .map(str::to_owned)
-        };
+        let gauge =
+            |metrics: &Metrics| metric_line(&metrics.encode(), "leader_election_master_status ");
         assert_eq!(
             gauge(&metrics).as_deref(),
             Some("leader_election_master_status 0")
