@@ -183,7 +183,20 @@ pub fn validate_project_name(name: &str, from_directory: bool) -> Result<(), Use
     } else {
         "project name"
     };
-    let problem = if !is_dns1123_label(name) {
+    let Some(problem) = project_name_problem(name) else {
+        return Ok(());
+    };
+    let error = UserError::new(format!("invalid {origin} `{name}`: {problem}"));
+    // The fix is a valid name, so never the refused one.
+    Err(match sanitize_label(name) {
+        Some(fixed) => error.help(format!("pass `--project-name {fixed}`")),
+        None => error.help("pass `--project-name my-operator`"),
+    })
+}
+
+/// The rule of a project name that `name` breaks, if any.
+fn project_name_problem(name: &str) -> Option<&'static str> {
+    if !is_dns1123_label(name) {
         Some(
             "must be a lowercase RFC 1123 label (lowercase letters, digits and `-`, at most 63 characters, starting and ending with a letter or digit)",
         )
@@ -202,15 +215,7 @@ pub fn validate_project_name(name: &str, from_directory: bool) -> Result<(), Use
         Some("is reserved by Rust or cargo and cannot name a crate")
     } else {
         None
-    };
-    let Some(problem) = problem else {
-        return Ok(());
-    };
-    let error = UserError::new(format!("invalid {origin} `{name}`: {problem}"));
-    Err(match sanitize_label(name) {
-        Some(fixed) if fixed != name => error.help(format!("pass `--project-name {fixed}`")),
-        _ => error.help("pass `--project-name my-operator`"),
-    })
+    }
 }
 
 /// Checks free text that goes into TOML and YAML strings (`--repo`, `--owner`): not blank, and
@@ -261,13 +266,9 @@ fn image_problem(image: &str) -> Option<String> {
         }
     }
     // A `:` after the last `/` starts the tag; one before it is the registry's port.
-    let last_component = rest.rfind('/').map_or(0, |at| at + 1);
-    let (name, tag) = match rest[last_component..].rfind(':') {
-        Some(at) => (
-            &rest[..last_component + at],
-            Some(&rest[last_component + at + 1..]),
-        ),
-        None => (rest, None),
+    let (name, tag) = match rest.rsplit_once(':') {
+        Some((name, tag)) if !tag.contains('/') => (name, Some(tag)),
+        _ => (rest, None),
     };
     if let Some(tag) = tag {
         let valid = tag.len() <= 128
@@ -309,30 +310,17 @@ fn image_problem(image: &str) -> Option<String> {
 /// A component of an image's repository: lowercase letters and digits in runs joined by one
 /// separator (`.`, `_`, `__`, or any number of `-`).
 fn is_repository_component(component: &str) -> bool {
-    let bytes = component.as_bytes();
-    let alphanumeric = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-    if !bytes.first().is_some_and(|b| alphanumeric(*b))
-        || !bytes.last().is_some_and(|b| alphanumeric(*b))
-    {
-        return false;
-    }
-    let mut at = 0;
-    while at < bytes.len() {
-        if alphanumeric(bytes[at]) {
-            at += 1;
-            continue;
-        }
-        let start = at;
-        while at < bytes.len() && !alphanumeric(bytes[at]) {
-            at += 1;
-        }
-        let separator = &component[start..at];
-        let valid = matches!(separator, "." | "_" | "__") || separator.chars().all(|c| c == '-');
-        if !valid {
-            return false;
-        }
-    }
-    true
+    // Split at every letter and digit: what is left are the separators, and the empty strings
+    // between adjacent letters and digits, before the first and after the last.
+    let separators: Vec<&str> = component
+        .split(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        .collect();
+    !component.is_empty()
+        && separators.first() == Some(&"")
+        && separators.last() == Some(&"")
+        && separators
+            .iter()
+            .all(|s| matches!(*s, "." | "_" | "__") || s.bytes().all(|b| b == b'-'))
 }
 
 /// The registry of an image: a host name of DNS components (any case), an IPv4 address or an
@@ -397,12 +385,7 @@ fn sanitize_label(name: &str) -> Option<String> {
         .trim_matches('-');
     let out: String = out.chars().take(MAX_PROJECT_NAME).collect();
     let out = out.trim_end_matches('-').to_owned();
-    let valid = !out.is_empty()
-        && !out.contains("--")
-        && !DEPENDENCIES.contains(&out.as_str())
-        && !RUST_KEYWORDS.contains(&crate_ident(&out).as_str())
-        && !CARGO_RESERVED.contains(&crate_ident(&out).as_str());
-    valid.then_some(out)
+    project_name_problem(&out).is_none().then_some(out)
 }
 
 fn sanitize_subdomain(domain: &str) -> Option<String> {
@@ -550,7 +533,8 @@ fn validate_dns1035(
     let error = UserError::new(format!(
         "invalid {what} `{value}`: must be {rule} (lowercase letters, digits and `-`, starting with a letter, at most 63 characters)"
     ));
-    Err(if fixed != value && is_dns1035_label(fixed) {
+    // A fix that is a label is never the refused value.
+    Err(if is_dns1035_label(fixed) {
         error.help(format!("pass `--{flag} {fixed}`"))
     } else {
         error.help(otherwise)
@@ -1121,7 +1105,12 @@ mod tests {
             );
             assert_eq!(error.help_text(), Some(help), "{bad}");
         }
-        assert!(validate_kind(&format!("A{}", "b".repeat(63))).is_err());
+        assert!(validate_kind(&format!("A{}", "b".repeat(62))).is_ok());
+        let error = validate_kind(&format!("A{}", "b".repeat(63))).unwrap_err();
+        assert!(
+            error.to_string().ends_with("must be at most 63 characters"),
+            "{error}"
+        );
         assert!(validate_plural("appotps").is_ok());
         assert!(validate_plural("app_otps").is_err());
         assert!(validate_plural("9lives").is_err());
@@ -1137,11 +1126,29 @@ mod tests {
             Some("pass a group, such as `--group apps` for `apps.localhost`")
         );
         assert!(validate_group("g", "localhost").is_ok());
+        let long = [
+            "A".repeat(60),
+            "a".repeat(60),
+            "a".repeat(60),
+            "a".repeat(60),
+        ]
+        .join(".");
+        let error = validate_group(&long, "learn.example.com").unwrap_err();
+        assert_eq!(
+            error.help_text(),
+            Some("pass a lowercase group such as `--group apps`"),
+            "the lowercased group is no subdomain with the domain: 261 characters"
+        );
         assert!(validate_group("", "learn.com").is_ok());
         for (bad, help) in [
             ("App_OTPs", "pass `--plural app-otps`"),
             (
                 "9w",
+                "leave out --plural to use the kind's plural, or pass one that starts with a letter, such as `--plural apps`",
+            ),
+            // Lowercased, still no label: no fix is offered.
+            (
+                "9W",
                 "leave out --plural to use the kind's plural, or pass one that starts with a letter, such as `--plural apps`",
             ),
         ] {
@@ -1253,6 +1260,26 @@ mod tests {
                 "{bad}"
             );
         }
+        for bad in [
+            "My_Operator",
+            "Std",
+            "Kube-Runtime",
+            "a--b",
+            "9-tokio",
+            &"B".repeat(70),
+            &format!("{}-b", "a".repeat(55)),
+        ] {
+            let help = validate_project_name(bad, false)
+                .unwrap_err()
+                .help_text()
+                .unwrap()
+                .to_owned();
+            let fix = help
+                .strip_prefix("pass `--project-name ")
+                .and_then(|rest| rest.strip_suffix('`'))
+                .unwrap();
+            assert!(validate_project_name(fix, false).is_ok(), "{bad}: {help}");
+        }
         assert!(validate_project_name(&"a".repeat(56), false).is_ok());
         assert!(validate_project_name(&"a".repeat(57), false).is_err());
         assert!(validate_group("bin", "learn.com").is_ok());
@@ -1290,6 +1317,8 @@ mod tests {
             format!("reg.io/a:b@{digest}"),
             format!("a:{}", "x".repeat(128)),
             "reg.io:5000".to_owned(),
+            "my-reg.io:5000/a".to_owned(),
+            "a-b/c".to_owned(),
         ] {
             assert!(
                 validate_image(&good).is_ok(),
@@ -1318,6 +1347,18 @@ mod tests {
             ("reg.io:port/a", "the repository component `reg.io:port`"),
             ("a@sha256:abc", "the digest `sha256:abc`"),
             ("a@md5:0123", "the digest `md5:0123`"),
+            // Registries: a host of DNS labels, an address in brackets, or neither.
+            ("[]/a", "the repository component `[]`"),
+            ("[zz]/a", "the repository component `[zz]`"),
+            ("[::1]x/a", "the repository component `[::1]x`"),
+            ("[::1/a", "the repository component `[::1`"),
+            (":5000/a", "the repository component `:5000`"),
+            ("a_b:5000/c", "the repository component `a_b:5000`"),
+            ("-reg.io:5000/a", "the repository component `-reg.io:5000`"),
+            ("reg-.io:5000/a", "the repository component `reg-.io:5000`"),
+            ("reg..io:5000/a", "the repository component `reg..io:5000`"),
+            ("reg.io:/a", "the repository component `reg.io:`"),
+            ("reg.io:50a0/a", "the repository component `reg.io:50a0`"),
         ] {
             let error = validate_image(bad).unwrap_err();
             assert!(
@@ -1326,6 +1367,7 @@ mod tests {
             );
             assert!(error.help_text().is_some(), "{bad:?}");
         }
+        assert!(validate_image(&format!("{}:1", "a".repeat(255))).is_ok());
         let long = format!("{}:1", "a".repeat(256));
         assert!(
             validate_image(&long)
@@ -1356,7 +1398,59 @@ mod tests {
             "{id}"
         );
         assert_ne!(id, leader_election_id("other", "learn.com"));
-        // FNV-1a of the empty string is its offset basis.
+        // FNV-1a of the empty string is its offset basis; the others are its test vectors, and
+        // the Lease kubebuilder names for the same project.
         assert_eq!(leader_election_id("", "d"), "811c9dc5.d");
+        assert_eq!(leader_election_id("a", "d"), "e40c292c.d");
+        assert_eq!(leader_election_id("foobar", "d"), "bf9cf968.d");
+        assert_eq!(id, "4881aefd.learn.com");
+    }
+
+    #[test]
+    fn the_default_project_name_is_the_directory_lowercased() {
+        let name = |dir: &str| default_project_name(std::path::Path::new(dir));
+        assert_eq!(name("/work/My-Operator").as_deref(), Some("my-operator"));
+        assert_eq!(name("otp").as_deref(), Some("otp"));
+        assert_eq!(name("/"), None);
+    }
+
+    #[test]
+    fn the_core_group_is_written_core_and_passed_empty() {
+        assert_eq!(group_flag(""), "''");
+        assert_eq!(group_flag("apps"), "apps");
+        assert_eq!((group_shown(""), group_shown("apps")), ("core", "apps"));
+        assert_eq!((api_group("core"), api_group("apps")), ("", "apps"));
+    }
+
+    #[test]
+    fn kubernetes_groups_are_found_by_their_short_names() {
+        assert_eq!(builtin_group_of("core").as_deref(), Some(""));
+        assert_eq!(builtin_group_of("apps").as_deref(), Some("apps"));
+        assert_eq!(
+            builtin_group_of("networking").as_deref(),
+            Some("networking.k8s.io")
+        );
+        assert_eq!(
+            builtin_group_of("networking.k8s.io").as_deref(),
+            Some("networking.k8s.io")
+        );
+        assert_eq!(
+            builtin_group_of("flowcontrol").as_deref(),
+            Some("flowcontrol.apiserver.k8s.io")
+        );
+        assert_eq!(builtin_group_of("appotp"), None);
+        assert_eq!(builtin_group_of(""), None);
+
+        let found = find_builtin("apps", "v1", "Deployment").unwrap();
+        assert_eq!(
+            (found.group, found.version, found.kind),
+            ("apps", "v1", "Deployment")
+        );
+        let found = find_builtin("core", "v1", "Pod").unwrap();
+        assert_eq!((found.group, found.version, found.kind), ("", "v1", "Pod"));
+        assert!(find_builtin("apps", "v1", "Pod").is_none());
+        assert!(find_builtin("apps", "v1beta1", "Deployment").is_none());
+        assert!(find_builtin("batch", "v1", "Deployment").is_none());
+        assert!(matches!(builtin("appotp", "v1", "AppOTP"), Ok(None)));
     }
 }
