@@ -1452,5 +1452,71 @@ mod tests {
         assert!(find_builtin("apps", "v1beta1", "Deployment").is_none());
         assert!(find_builtin("batch", "v1", "Deployment").is_none());
         assert!(matches!(builtin("appotp", "v1", "AppOTP"), Ok(None)));
+        assert_eq!(
+            builtin("apps", "v1", "Deployment").unwrap().map(|b| b.kind),
+            Some("Deployment")
+        );
+    }
+
+    #[test]
+    fn a_miss_in_a_kubernetes_group_names_what_the_group_has() {
+        let error = builtin("apps", "v1beta1", "Deployment").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "Kubernetes has no version `v1beta1` of the `apps` group"
+        );
+        assert_eq!(error.help_text(), Some("its versions are v1"));
+        let error = builtin("apps", "v1", "Pod").unwrap_err();
+        assert_eq!(error.to_string(), "Kubernetes has no kind `Pod` in apps/v1");
+        assert_eq!(
+            error.help_text(),
+            Some(
+                "its kinds there are ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet"
+            )
+        );
+        let error = builtin("core", "v2", "Pod").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "Kubernetes has no version `v2` of the `core` group"
+        );
+        assert_eq!(error.help_text(), Some("its versions are v1"));
+    }
+
+    #[test]
+    fn a_named_controller_has_names_of_its_own_and_the_kinds_name_is_the_kinds_own() {
+        assert_eq!(
+            controller_module("captain-backup"),
+            ("captain_backup".to_owned(), "captain_backup".to_owned())
+        );
+        assert_eq!(
+            controller_module("type"),
+            ("r#type".to_owned(), "type".to_owned())
+        );
+        let names = ResourceNames::new("appotp", "v1", "AppOTP", None, "learn.com");
+        assert!(!names.named_controller());
+        let own = names.clone().with_controller("app-otp");
+        assert!(!own.named_controller());
+        assert_eq!(
+            (own.controller_name.as_str(), own.finalizer.as_str()),
+            (names.controller_name.as_str(), names.finalizer.as_str())
+        );
+        let captain = names.clone().with_controller("captain");
+        assert!(captain.named_controller());
+        assert_eq!(
+            (
+                captain.controller_name.as_str(),
+                captain.finalizer.as_str(),
+                captain.condition_type.as_str(),
+                captain.controller_module.as_str(),
+                captain.controller_file.as_str(),
+            ),
+            (
+                "appotp-captain",
+                "appotp.learn.com/captain",
+                "CaptainReady",
+                "captain",
+                "captain"
+            )
+        );
     }
 }
