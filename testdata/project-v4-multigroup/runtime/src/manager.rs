@@ -1197,6 +1197,28 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn plain_http_metrics_speak_http2_only_when_it_is_enabled() {
+        for (flag, speaks) in [
+            ("--enable-http2=true", true),
+            ("--enable-http2=false", false),
+        ] {
+            let (manager, [_, metrics, _], _, _dir) =
+                serving_manager(&[flag, "--metrics-secure=false"]);
+            let shutdown = CancellationToken::new();
+            let run = tokio::spawn(manager.run_until(Vec::new(), shutdown.clone()));
+            wait_listening(&[metrics]).await;
+            let answer = h2c_get(metrics, "/metrics").await;
+            if speaks {
+                assert_eq!(answer, Ok(StatusCode::OK), "{flag}");
+            } else {
+                assert!(answer.is_err(), "{flag}: {answer:?}");
+            }
+            shutdown.cancel();
+            crate::testing::within(run).await.unwrap().unwrap();
+        }
+    }
+
+    #[tokio::test]
     async fn without_http2_no_endpoint_speaks_it() {
         let (manager, [probe, metrics, webhook], cert, _dir) = serving_manager(&[]);
         let shutdown = CancellationToken::new();
