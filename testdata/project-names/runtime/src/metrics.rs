@@ -792,11 +792,11 @@ mod tests {
         if let Some(value) = authorization {
             request = request.header(header::AUTHORIZATION, value);
         }
-        let response = router
-            .clone()
-            .oneshot(request.body(Body::empty()).unwrap())
-            .await
-            .unwrap();
+        // Bounded: an authorizer waiting on an API server that never answers fails the test.
+        let response =
+            crate::testing::within(router.clone().oneshot(request.body(Body::empty()).unwrap()))
+                .await
+                .unwrap();
         let status = response.status();
         let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
         (status, String::from_utf8(body.to_vec()).unwrap())
