@@ -7,81 +7,56 @@ use std::fmt::Write as _;
 /// Lines of context around each change.
 const CONTEXT: usize = 3;
 
-/// The unified diff of `old` and `new` (labelled `path`), cut after `max_lines` lines.
+/// The unified diff of `old` and `new` (labelled `path`), cut after `max_lines` lines. Hunks are
+/// `similar`'s groups: changes with up to `CONTEXT` unchanged lines around them, and changes at
+/// most `2 * CONTEXT` unchanged lines apart share a hunk.
 pub fn unified(path: &str, old: &str, new: &str, max_lines: usize) -> String {
     let a: Vec<&str> = old.lines().collect();
     let b: Vec<&str> = new.lines().collect();
-    let ops = edit_script(&a, &b);
+    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &a, &b);
 
     let mut out = format!("--- a/{path}\n+++ b/{path}\n");
-    let mut printed = 0;
-    let mut i = 0;
-    while i < ops.len() {
-        if matches!(ops[i], Op::Same(..)) {
-            i += 1;
+    let mut budget = max_lines;
+    for group in similar::group_diff_ops(ops, CONTEXT) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
             continue;
-        }
-        // A hunk: from CONTEXT lines before this change to CONTEXT lines after the last change
-        // that is at most 2 * CONTEXT lines away.
-        let start = i.saturating_sub(CONTEXT);
-        let mut end = i;
-        let mut j = i;
-        while j < ops.len() {
-            if !matches!(ops[j], Op::Same(..)) {
-                end = j;
-            } else if j - end > 2 * CONTEXT {
-                break;
-            }
-            j += 1;
-        }
-        let end = (end + CONTEXT + 1).min(ops.len());
-        let (a_start, b_start) = ops[start].positions();
-        let a_len = ops[start..end]
-            .iter()
-            .filter(|op| !matches!(op, Op::Insert(..)))
-            .count();
-        let b_len = ops[start..end]
-            .iter()
-            .filter(|op| !matches!(op, Op::Delete(..)))
-            .count();
-        // An empty side starts at the line before the hunk, as diff and patch write it:
-        // `@@ -0,0 +1,2 @@` for a file that did not exist.
+        };
         let _ = writeln!(
             out,
-            "@@ -{},{a_len} +{},{b_len} @@",
-            a_start + usize::from(a_len > 0),
-            b_start + usize::from(b_len > 0)
+            "@@ -{} +{} @@",
+            HunkRange(first.old_range().start..last.old_range().end),
+            HunkRange(first.new_range().start..last.new_range().end),
         );
-        for op in &ops[start..end] {
-            if printed == max_lines {
+        for change in group.iter().flat_map(|op| op.iter_changes(&a, &b)) {
+            let Some(left) = budget.checked_sub(1) else {
                 out.push_str("...\n");
                 return out;
-            }
-            let _ = match op {
-                Op::Same(ai, _) => writeln!(out, " {}", a[*ai]),
-                Op::Delete(ai, _) => writeln!(out, "-{}", a[*ai]),
-                Op::Insert(_, bi) => writeln!(out, "+{}", b[*bi]),
             };
-            printed += 1;
+            budget = left;
+            let sign = match change.tag() {
+                similar::ChangeTag::Equal => ' ',
+                similar::ChangeTag::Delete => '-',
+                similar::ChangeTag::Insert => '+',
+            };
+            let _ = writeln!(out, "{sign}{}", change.value());
         }
-        i = end;
     }
     out
 }
 
-/// One step of the edit script, with the line positions in both texts.
-#[derive(Debug, Clone, Copy)]
-enum Op {
-    Same(usize, usize),
-    Delete(usize, usize),
-    Insert(usize, usize),
-}
+/// A side of a hunk header, `start,length` counted from 1. An empty side starts at the line
+/// before the hunk, as diff and patch write it: `@@ -0,0 +1,2 @@` for a file that did not exist.
+struct HunkRange(std::ops::Range<usize>);
 
-impl Op {
-    fn positions(self) -> (usize, usize) {
-        match self {
-            Op::Same(a, b) | Op::Delete(a, b) | Op::Insert(a, b) => (a, b),
-        }
+impl std::fmt::Display for HunkRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self(range) = self;
+        let start = if range.is_empty() {
+            range.start
+        } else {
+            range.start + 1
+        };
+        write!(f, "{start},{}", range.len())
     }
 }
 
@@ -138,33 +113,24 @@ struct Hunk<'a> {
 
 /// The hunks from `a` to `b`; hunks whose context would overlap are one hunk.
 fn hunks<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<Hunk<'a>> {
-    let ops = edit_script(a, b);
     let mut hunks: Vec<Hunk<'a>> = Vec::new();
-    let mut index = 0;
-    while index < ops.len() {
-        if let Op::Same(..) = ops[index] {
-            index += 1;
+    for op in similar::capture_diff_slices(similar::Algorithm::Myers, a, b) {
+        let (tag, old, new) = op.as_tag_tuple();
+        if tag == similar::DiffTag::Equal {
             continue;
         }
-        let start = ops[index].positions().0;
-        let mut end = start;
-        let mut lines = Vec::new();
-        while index < ops.len() {
-            match ops[index] {
-                Op::Same(..) => break,
-                Op::Delete(i, _) => end = i + 1,
-                Op::Insert(_, j) => lines.push(b[j]),
-            }
-            index += 1;
-        }
-        let end = end.max(start);
+        let lines = b[new].to_vec();
         match hunks.last_mut() {
-            Some(last) if start < last.end + 2 * CARRY_CONTEXT => {
-                last.lines.extend(&a[last.end..start]);
+            Some(last) if old.start < last.end + 2 * CARRY_CONTEXT => {
+                last.lines.extend(&a[last.end..old.start]);
                 last.lines.extend(lines);
-                last.end = end;
+                last.end = old.end;
             }
-            _ => hunks.push(Hunk { start, end, lines }),
+            _ => hunks.push(Hunk {
+                start: old.start,
+                end: old.end,
+                lines,
+            }),
         }
     }
     hunks
@@ -249,26 +215,6 @@ impl<'a> Hunk<'a> {
                 && (needle.old_side.is_empty() || places(text, &needle.old_side).is_empty())
         })
     }
-}
-
-/// The shortest edit script from `a` to `b`, line by line: Myers' algorithm as `similar`
-/// implements it (as uv, insta and snapbox use it), in linear memory whatever the input.
-/// Where lines are both removed and added, the removals come first.
-fn edit_script(a: &[&str], b: &[&str]) -> Vec<Op> {
-    let mut ops = Vec::with_capacity(a.len().max(b.len()));
-    for op in similar::capture_diff_slices(similar::Algorithm::Myers, a, b) {
-        let (tag, old, new) = op.as_tag_tuple();
-        match tag {
-            similar::DiffTag::Equal => {
-                ops.extend(old.zip(new).map(|(i, j)| Op::Same(i, j)));
-            }
-            similar::DiffTag::Delete | similar::DiffTag::Insert | similar::DiffTag::Replace => {
-                ops.extend(old.clone().map(|i| Op::Delete(i, new.start)));
-                ops.extend(new.map(|j| Op::Insert(old.end, j)));
-            }
-        }
-    }
-    ops
 }
 
 #[cfg(test)]
@@ -402,6 +348,74 @@ mod tests {
         let cut = unified("x", &old, &new, 3);
         assert!(cut.ends_with("...\n"), "{cut}");
         assert_eq!(unified("x", "same\n", "same\n", 10), "--- a/x\n+++ b/x\n");
+    }
+
+    #[test]
+    fn changes_six_unchanged_lines_apart_share_a_hunk_and_seven_apart_do_not() {
+        let old: String = (0..16).map(|i| format!("{i}\n")).collect();
+        let six_apart = old.replace("\n2\n", "\ntwo\n").replace("\n9\n", "\nnine\n");
+        assert_eq!(
+            unified("x", &old, &six_apart, 100),
+            "--- a/x\n+++ b/x\n@@ -1,13 +1,13 @@\n 0\n 1\n-2\n+two\n 3\n 4\n 5\n 6\n 7\n 8\n-9\n+nine\n 10\n 11\n 12\n"
+        );
+        let seven_apart = old.replace("\n2\n", "\ntwo\n").replace("\n10\n", "\nten\n");
+        assert_eq!(
+            unified("x", &old, &seven_apart, 100),
+            "--- a/x\n+++ b/x\n@@ -1,6 +1,6 @@\n 0\n 1\n-2\n+two\n 3\n 4\n 5\n@@ -8,7 +8,7 @@\n 7\n 8\n 9\n-10\n+ten\n 11\n 12\n 13\n"
+        );
+    }
+
+    #[test]
+    fn a_diff_is_cut_only_when_lines_are_left_over() {
+        let (old, new) = ("a\nb\nc\n", "a\nB\nc\n");
+        let head = "--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n";
+        assert_eq!(unified("x", old, new, 4), format!("{head} a\n-b\n+B\n c\n"));
+        assert_eq!(
+            unified("x", old, new, 3),
+            format!("{head} a\n-b\n+B\n...\n")
+        );
+        assert_eq!(unified("x", old, new, 0), format!("{head}...\n"));
+    }
+
+    #[test]
+    fn changes_closer_than_twice_the_carried_context_are_one_hunk() {
+        let a: Vec<&str> = "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n"
+            .split_inclusive('\n')
+            .collect();
+        let three_apart: Vec<&str> = "0\n1\ntwo\n3\n4\n5\nsix\n7\n8\n9\n"
+            .split_inclusive('\n')
+            .collect();
+        let merged: Vec<_> = hunks(&a, &three_apart)
+            .into_iter()
+            .map(|h| (h.start, h.end, h.lines))
+            .collect();
+        assert_eq!(
+            merged,
+            [(2, 7, vec!["two\n", "3\n", "4\n", "5\n", "six\n"])]
+        );
+        let four_apart: Vec<&str> = "0\n1\ntwo\n3\n4\n5\n6\nseven\n8\nnine\n"
+            .split_inclusive('\n')
+            .collect();
+        let apart: Vec<_> = hunks(&a, &four_apart)
+            .into_iter()
+            .map(|h| (h.start, h.end, h.lines))
+            .collect();
+        assert_eq!(
+            apart,
+            [
+                (2, 3, vec!["two\n"]),
+                (7, 10, vec!["seven\n", "8\n", "nine\n"])
+            ]
+        );
+        // An insertion takes no old line.
+        let inserted: Vec<&str> = "0\n1\nnew\n2\n3\n4\n5\n6\n7\n8\n9\n"
+            .split_inclusive('\n')
+            .collect();
+        let insertion: Vec<_> = hunks(&a, &inserted)
+            .into_iter()
+            .map(|h| (h.start, h.end, h.lines))
+            .collect();
+        assert_eq!(insertion, [(2, 2, vec!["new\n"])]);
     }
 
     #[test]
