@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The mutation check (cargo-mutants 27.1.0): every mutant of the runtime (runtime/src) and of the
 # CLI's guards of the user's files and names (src/apply.rs, src/names/, src/scaffold/markers.rs,
-# src/project.rs) must make a test fail, within the test's own time limit.
+# src/project.rs, and the diff and Cargo.toml readers src/diff.rs and src/manifest.rs) must make
+# a test fail, within the test's own time limit.
 #
 #   scripts/mutants.sh                 every mutant; see README "Mutation testing" for its time
 #   scripts/mutants.sh --in-diff FILE  only the mutants on lines that the unified diff FILE adds
 #   scripts/mutants.sh --file runtime/src/leader.rs    one file (any cargo mutants filter)
 #
-# The runtime's mutants run its unit tests (`--lib`), the CLI's run rsbuilder's unit tests
-# (`--bin rsbuilder`): the end-to-end suite takes minutes and is not needed to catch them.
+# The runtime's mutants build and run its unit tests (`--lib`), the CLI's build and run
+# rsbuilder's unit tests (`--bin rsbuilder`): the end-to-end suite takes minutes and is not
+# needed to catch them, and building only the unit tests halves each mutant's build.
 # The source is mutated in place, a file at a time, and restored after each mutant (Ctrl-C
 # restores it too): edit nothing while it runs; after a `kill -9`, `git checkout` the file.
 # Results: target/mutants/{runtime,cli}/mutants.out (caught.txt, missed.txt, timeout.txt).
@@ -33,12 +35,13 @@ common=(--in-place --timeout 60 --profile "$profile" --no-shuffle)
 
 status=0
 SECONDS=0
-cargo mutants "${common[@]}" -p rsbuilder-runtime --cargo-test-arg=--lib \
+cargo mutants "${common[@]}" -p rsbuilder-runtime --cargo-arg=--lib \
   --output target/mutants/runtime "$@" || status=$?
 echo "runtime: $SECONDS s"
 start=$SECONDS
-cargo mutants "${common[@]}" -p rsbuilder --cargo-test-arg=--bin --cargo-test-arg=rsbuilder \
+cargo mutants "${common[@]}" -p rsbuilder --cargo-arg=--bin=rsbuilder \
   --file src/apply.rs --file 'src/names/*.rs' --file src/scaffold/markers.rs --file src/project.rs \
+  --file src/diff.rs --file src/manifest.rs \
   --output target/mutants/cli "$@" || status=$?
 echo "cli: $((SECONDS - start)) s"
 exit "$status"
