@@ -121,7 +121,8 @@ fn hunks<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<Hunk<'a>> {
         }
         let lines = b[new].to_vec();
         match hunks.last_mut() {
-            Some(last) if old.start < last.end + 2 * CARRY_CONTEXT => {
+            // Their context would overlap.
+            Some(last) if old.start.saturating_sub(CARRY_CONTEXT) < last.end + CARRY_CONTEXT => {
                 last.lines.extend(&a[last.end..old.start]);
                 last.lines.extend(lines);
                 last.end = old.end;
@@ -177,16 +178,15 @@ impl<'a> Hunk<'a> {
         let mut contexts: Vec<(usize, usize)> = STRICT.to_vec();
         if placement == Placement::Loose {
             contexts.extend(ONE_SIDE);
-            // Lines it replaces are a place of their own.
-            if self.end > self.start {
-                contexts.push((0, 0));
-            }
+            // Lines it replaces are a place of their own (an insertion replaces none, and an
+            // empty needle has no place).
+            contexts.push((0, 0));
         }
         let found = contexts.iter().find_map(|&context| {
             let needle = self.needle(a, context);
-            // Strict placement needs context; a needle of nothing has no place.
+            // Strict placement needs context: at least the start or the end of the file.
             let bare = needle.before == self.start && needle.after == self.end;
-            if needle.old_side.is_empty() || (placement == Placement::Strict && bare) {
+            if placement == Placement::Strict && bare {
                 return None;
             }
             match places(text, &needle.old_side)[..] {
@@ -281,6 +281,41 @@ mod tests {
         let (old, new) = ("a\nb\nX\nd\ne\n", "a\nb\nd\ne\n");
         assert_eq!(strict(old, new, "a\nb\nd\ne\n").as_deref(), Some(new));
         assert_eq!(strict(old, new, "a\nb\nX edited\nd\ne\n"), None);
+    }
+
+    #[test]
+    fn a_change_at_either_end_of_the_file_is_placed_by_its_context_on_one_side() {
+        let old = "a\nb\nc\nd\n";
+        assert_eq!(
+            strict(old, "A\nb\nc\nd\n", "a\nb\nc\nd\nx\n").as_deref(),
+            Some("A\nb\nc\nd\nx\n")
+        );
+        assert_eq!(
+            strict(old, "a\nb\nc\nD\n", "x\na\nb\nc\nd\n").as_deref(),
+            Some("x\na\nb\nc\nD\n")
+        );
+        // Context that is the whole target.
+        assert_eq!(
+            strict("a\nb\nc\n", "a\nB\nc\n", "a\nb\nc\n").as_deref(),
+            Some("a\nB\nc\n")
+        );
+        // A change of the whole file has no context to be placed by.
+        assert_eq!(strict("a\n", "b\n", "x\na\ny\n"), None);
+        assert_eq!(
+            carry_over("a\n", "b\n", "x\na\ny\n", Placement::Loose).as_deref(),
+            Some("x\nb\ny\n")
+        );
+    }
+
+    #[test]
+    fn an_insertion_has_no_place_of_its_own() {
+        // Loose placement finds a replaced line by itself, but an insertion only by context.
+        let (old, new) = ("a\nb\nc\n", "a\nb\nX\nc\n");
+        assert_eq!(carry_over(old, new, "z\n", Placement::Loose), None);
+        assert_eq!(
+            carry_over(old, new, "q\nb\nr\n", Placement::Loose).as_deref(),
+            Some("q\nb\nX\nr\n")
+        );
     }
 
     #[test]
