@@ -574,6 +574,37 @@ mod tests {
         }
     }
 
+    /// Pins what starts the header timeout of the next HTTP/1.1 request: a read that brought
+    /// bytes, not a read that found none (hyper polls an idle connection for its next request).
+    #[tokio::test(start_paused = true)]
+    async fn only_a_read_that_brings_bytes_starts_the_next_requests_header_timeout() {
+        use futures::FutureExt as _;
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let timeouts = short();
+        let opened = Instant::now();
+        let activity = Arc::new(Activity::default());
+        drop(activity.start(axum::http::Version::HTTP_11));
+        let idle = Some(Instant::now() + timeouts.idle);
+        let (mut client, server) = tokio::io::duplex(64);
+        let mut watched = Watched {
+            io: server,
+            activity: activity.clone(),
+        };
+        let mut buffer = [0; 8];
+        assert!(
+            watched.read(&mut buffer).now_or_never().is_none(),
+            "nothing to read yet"
+        );
+        assert_eq!(activity.deadline(opened, timeouts), idle);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        client.write_all(b"G").await.unwrap();
+        assert_eq!(watched.read(&mut buffer).await.unwrap(), 1);
+        assert_eq!(
+            activity.deadline(opened, timeouts),
+            Some(Instant::now() + timeouts.header_read)
+        );
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_connections_deadline_follows_its_requests_and_the_bytes_between_them() {
         let timeouts = Timeouts {

@@ -1252,6 +1252,23 @@ mod tests {
         }
     }
 
+    /// Pins `Debug`: it names where the certificate lives and which CRDs get it.
+    #[tokio::test]
+    async fn debug_names_the_secret_the_service_and_the_crds() {
+        let certs = SelfManagedCerts::new(
+            cluster().client(),
+            "operators",
+            "webhook-server-cert",
+            "my-operator-webhook-service",
+            "/certs",
+        )
+        .crds(["apps.example.com".to_owned()]);
+        assert_eq!(
+            format!("{certs:?}"),
+            "SelfManagedCerts { namespace: \"operators\", secret: \"webhook-server-cert\", service: \"my-operator-webhook-service\", crds: [\"apps.example.com\"], dir: \"/certs\", .. }"
+        );
+    }
+
     /// The defaults the README states: valid for a year, renewed 90 days before it expires, and
     /// valid from an hour before it was made, for replicas whose clocks lag.
     #[tokio::test]
