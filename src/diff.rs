@@ -414,43 +414,33 @@ mod tests {
 
     #[test]
     fn changes_closer_than_twice_the_carried_context_are_one_hunk() {
-        let a: Vec<&str> = "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n"
-            .split_inclusive('\n')
-            .collect();
-        let three_apart: Vec<&str> = "0\n1\ntwo\n3\n4\n5\nsix\n7\n8\n9\n"
-            .split_inclusive('\n')
-            .collect();
-        let merged: Vec<_> = hunks(&a, &three_apart)
-            .into_iter()
-            .map(|h| (h.start, h.end, h.lines))
-            .collect();
+        // The hunks from ten numbered lines to `new`, as (start, end, new lines).
+        let hunks_to = |new: &'static str| -> Vec<(usize, usize, Vec<&'static str>)> {
+            let a: Vec<&str> = "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n"
+                .split_inclusive('\n')
+                .collect();
+            let b: Vec<&str> = new.split_inclusive('\n').collect();
+            hunks(&a, &b)
+                .into_iter()
+                .map(|h| (h.start, h.end, h.lines))
+                .collect()
+        };
         assert_eq!(
-            merged,
+            hunks_to("0\n1\ntwo\n3\n4\n5\nsix\n7\n8\n9\n"),
             [(2, 7, vec!["two\n", "3\n", "4\n", "5\n", "six\n"])]
         );
-        let four_apart: Vec<&str> = "0\n1\ntwo\n3\n4\n5\n6\nseven\n8\nnine\n"
-            .split_inclusive('\n')
-            .collect();
-        let apart: Vec<_> = hunks(&a, &four_apart)
-            .into_iter()
-            .map(|h| (h.start, h.end, h.lines))
-            .collect();
         assert_eq!(
-            apart,
+            hunks_to("0\n1\ntwo\n3\n4\n5\n6\nseven\n8\nnine\n"),
             [
                 (2, 3, vec!["two\n"]),
                 (7, 10, vec!["seven\n", "8\n", "nine\n"])
             ]
         );
         // An insertion takes no old line.
-        let inserted: Vec<&str> = "0\n1\nnew\n2\n3\n4\n5\n6\n7\n8\n9\n"
-            .split_inclusive('\n')
-            .collect();
-        let insertion: Vec<_> = hunks(&a, &inserted)
-            .into_iter()
-            .map(|h| (h.start, h.end, h.lines))
-            .collect();
-        assert_eq!(insertion, [(2, 2, vec!["new\n"])]);
+        assert_eq!(
+            hunks_to("0\n1\nnew\n2\n3\n4\n5\n6\n7\n8\n9\n"),
+            [(2, 2, vec!["new\n"])]
+        );
     }
 
     #[test]
