@@ -1378,6 +1378,35 @@ mod tests {
         );
     }
 
+    /// A temporary file left by a writer that died is replaced, and only the new bytes remain.
+    #[test]
+    fn a_temporary_file_left_by_a_dead_writer_is_replaced() {
+        let dir = tempfile_dir();
+        let path = dir.path().join(TLS_KEY);
+        let temporary = dir.path().join(format!(".{TLS_KEY}.tmp"));
+        std::fs::write(&temporary, "half a key from the last process").unwrap();
+        write_atomically(&path, b"the key").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"the key");
+        assert!(!temporary.exists());
+    }
+
+    /// A temporary path that cannot be removed (here a directory) is named as what failed,
+    /// and nothing is written.
+    #[test]
+    fn a_temporary_path_that_cannot_be_removed_is_the_error() {
+        let dir = tempfile_dir();
+        let path = dir.path().join(TLS_KEY);
+        let temporary = dir.path().join(format!(".{TLS_KEY}.tmp"));
+        std::fs::create_dir(&temporary).unwrap();
+        std::fs::write(temporary.join("inside"), "").unwrap();
+        let error = format!("{:#}", write_atomically(&path, b"the key").unwrap_err());
+        assert!(
+            error.starts_with(&format!("failed to remove `{}`", temporary.display())),
+            "{error}"
+        );
+        assert!(!path.exists());
+    }
+
     impl Material {
         fn current_ca_pem(&self) -> String {
             pem_certificate(&self.current_ca().unwrap())
