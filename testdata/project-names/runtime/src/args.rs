@@ -145,6 +145,37 @@ pub struct ManagerArgs {
     /// require it (`config/manager/manager.yaml` sets it to the pod's namespace).
     #[arg(long, env = "WATCH_NAMESPACE")]
     pub watch_namespace: Option<String>,
+
+    /// How many reconciles each controller runs at once (controller-runtime's
+    /// `MaxConcurrentReconciles`); further objects wait their turn. A controller's `Runner`
+    /// may set its own.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONCURRENT_RECONCILES, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_concurrent_reconciles: u16,
+
+    /// How long a controller's cache may take to sync, at start and after a relist, before the
+    /// controller fails and the manager exits (controller-runtime's `CacheSyncTimeout`).
+    #[arg(long, default_value = "2m", value_parser = parse_positive_duration)]
+    pub cache_sync_timeout: Duration,
+
+    /// How long a controller's request to the API server may take, to the answer's last byte
+    /// (to its headers for a watch); a request without an answer by then fails.
+    #[arg(long, default_value = "30s", value_parser = parse_positive_duration)]
+    pub api_request_timeout: Duration,
+}
+
+/// The default of `--max-concurrent-reconciles`: with 10,000 objects pending, the manager stays
+/// well within the 128 MiB that `config/manager/manager.yaml` gives it (the cache grows with the
+/// objects; the reconciles in flight, each with its connection, with this number), and a slow
+/// API server still sees a few requests at once rather than one.
+pub const DEFAULT_MAX_CONCURRENT_RECONCILES: u16 = 10;
+
+/// A Go duration above zero.
+fn parse_positive_duration(value: &str) -> Result<Duration, String> {
+    let duration = parse_duration(value)?;
+    if duration.is_zero() {
+        return Err(format!("{value} must be longer than zero"));
+    }
+    Ok(duration)
 }
 
 /// `--webhook-cert-check-interval`: a Go duration of at least 100 ms, so that a typo such as `0`

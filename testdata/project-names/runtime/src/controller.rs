@@ -3,9 +3,10 @@
 //! counts its reconciles and retries failed objects with a per-object backoff. [`check_api`] and
 //! [`report`] are its parts, for a controller that drives `Controller::run` itself.
 
+use std::collections::HashSet;
 use std::fmt::Debug;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
@@ -17,6 +18,9 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
+use tokio::time::Instant;
+
+use crate::client::Watches;
 use crate::{Backoff, ControllerContext, Metrics};
 
 /// How long the start-up check waits for the API server.
@@ -144,7 +148,11 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
 /// Runs a controller for the manager, around the project's own `reconcile`:
 /// - checks that the API server serves its resource and lets the manager list it
 ///   ([`check_api`]), so that a missing CRD is reported at once and by name;
-/// - marks the controller ready once its cache holds the first complete list (`/readyz`);
+/// - marks the controller ready once its cache holds the first complete list (`/readyz`), and
+///   not ready while it relists or its watch is down;
+/// - fails when its cache does not sync within the manager's `--cache-sync-timeout`, at start
+///   or after a relist, naming the kind and the last error (an object that does not decode);
+/// - runs at most `--max-concurrent-reconciles` reconciles at once ([`Runner::concurrency`]);
 /// - stops it when the manager shuts down, letting running reconciles finish;
 /// - times each reconcile and counts its outcome (`controller_runtime_reconcile_*`);
 /// - retries a failed object after [`BASE_BACKOFF`], doubled for each further consecutive
@@ -168,6 +176,7 @@ pub struct Runner<K: Resource<DynamicType = ()> + Clone + Debug + 'static> {
     watcher: watcher::Config,
     base: Duration,
     max: Duration,
+    concurrency: Option<u16>,
     configure: Option<Configure<K>>,
 }
 
@@ -186,8 +195,16 @@ where
             watcher: watcher::Config::default().any_semantic(),
             base: BASE_BACKOFF,
             max: MAX_BACKOFF,
+            concurrency: None,
             configure: None,
         }
+    }
+
+    /// Runs at most `reconciles` reconciles at once, instead of the manager's
+    /// `--max-concurrent-reconciles`; at least one.
+    pub fn concurrency(mut self, reconciles: u16) -> Self {
+        self.concurrency = Some(reconciles.max(1));
+        self
     }
 
     /// Watches only the objects `config` selects (labels, fields), and caches only those.
@@ -273,32 +290,61 @@ where
         Fut: Future<Output = Result<Action, E>> + Send + 'static,
     {
         check_api(&self.api).await?;
+        let name = self.name;
+        let kind = K::kind(&()).into_owned();
+        let path = self.api.resource_url().to_owned();
         let (reader, writer) = reflector::store();
-        let ready = manager.ready.clone();
-        let synced = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let seen = synced.clone();
+        let sync = Arc::new(Mutex::new(CacheSync {
+            listing_since: Some(Instant::now()),
+            ..CacheSync::default()
+        }));
+        let pending = Arc::new(Mutex::new(HashSet::new()));
+        let (seen, queued) = (sync.clone(), pending.clone());
+        let (ready, metrics) = (manager.ready.clone(), manager.metrics.clone());
         let trigger = reflector(writer, watcher::watcher(self.api, self.watcher))
-            .inspect_ok(move |event| {
-                if matches!(event, watcher::Event::InitDone)
-                    && !seen.swap(true, std::sync::atomic::Ordering::SeqCst)
-                {
-                    ready.ready();
+            .inspect(move |event| {
+                let mut sync = lock(&seen);
+                match event {
+                    Ok(watcher::Event::Init) => {
+                        sync.listing_since.get_or_insert_with(Instant::now);
+                    }
+                    Ok(watcher::Event::InitDone) => {
+                        sync.listing_since = None;
+                        sync.error = None;
+                        if !sync.synced {
+                            sync.synced = true;
+                            ready.ready();
+                        }
+                    }
+                    Ok(_) => sync.error = None,
+                    Err(error) => sync.error = Some(error.to_string()),
                 }
             })
-            .applied_objects();
-        let mut controller = Controller::for_stream(trigger, reader);
+            .applied_objects()
+            .inspect_ok(move |object: &K| {
+                let mut pending = lock(&queued);
+                pending.insert(ObjectRef::from_obj(object));
+                metrics.queue.add(name);
+                metrics.queue.set_depth(name, pending.len());
+            });
+        let concurrency = self
+            .concurrency
+            .unwrap_or(manager.max_concurrent_reconciles);
+        let mut controller = Controller::for_stream(trigger, reader)
+            .with_config(controller::Config::default().concurrency(concurrency));
         if let Some(configure) = self.configure {
             controller = configure(controller);
         }
         manager.metrics.reconcile.init(self.name);
+        manager.metrics.queue.init(self.name, concurrency);
         let state = Arc::new(State {
             name: self.name,
             metrics: manager.metrics.clone(),
             backoff: Backoff::new(self.base, self.max),
+            pending: pending.clone(),
             context,
         });
         let reconcile = Arc::new(reconcile);
-        let name = self.name;
         let shutdown = manager.shutdown.clone();
         let running = controller
             .graceful_shutdown_on(manager.shutdown.clone().cancelled_owned())
@@ -310,19 +356,107 @@ where
                 move |object, error, state| policy(object, error, &state),
                 state,
             )
-            .for_each(|result| async move { report(name, &result) });
+            .for_each(move |result| {
+                if let Err(controller::Error::ObjectNotFound(object)) = &result {
+                    let mut pending = lock(&pending);
+                    pending.retain(|queued| {
+                        queued.name != object.name || queued.namespace != object.namespace
+                    });
+                }
+                async move { report(name, &result) }
+            });
         let mut running = std::pin::pin!(running);
+        let watching = Watching {
+            name,
+            kind,
+            path,
+            timeout: manager.cache_sync_timeout,
+            sync: sync.clone(),
+            watches: manager.watches.clone(),
+            ready: manager.ready.clone(),
+        };
         tokio::select! {
             () = &mut running => return Ok(()),
             () = shutdown.cancelled() => {}
+            error = watching.watch() => return Err(error),
         }
         // kube's controller starts no reconcile before its cache synced, and a graceful
         // shutdown before then would wait for that sync for ever (the watch that would bring
         // it is stopped first): with nothing running, stop at once.
-        if synced.load(std::sync::atomic::Ordering::SeqCst) {
+        if lock(&sync).synced {
             running.await;
         }
         Ok(())
+    }
+}
+
+/// What the runner knows of its cache.
+#[derive(Debug, Default)]
+struct CacheSync {
+    /// Whether the first complete list arrived.
+    synced: bool,
+    /// Since when a list (the first, or a relist) is under way.
+    listing_since: Option<Instant>,
+    /// The watcher's last error since its last event.
+    error: Option<String>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// How often the runner looks at its cache and its watch.
+const WATCH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Keeps a controller's readiness true to its cache and its watch, and gives up on a cache
+/// that does not sync in time.
+struct Watching {
+    name: &'static str,
+    kind: String,
+    path: String,
+    timeout: Duration,
+    sync: Arc<Mutex<CacheSync>>,
+    watches: Arc<Watches>,
+    ready: crate::health::ReadyCheck,
+}
+
+impl Watching {
+    /// Runs until the cache failed to sync within the timeout, which it returns.
+    async fn watch(self) -> anyhow::Error {
+        let mut was_ready = false;
+        loop {
+            tokio::time::sleep(WATCH_CHECK_INTERVAL).await;
+            let (synced, listing_since, error) = {
+                let sync = lock(&self.sync);
+                (sync.synced, sync.listing_since, sync.error.clone())
+            };
+            if let Some(since) = listing_since
+                && since.elapsed() >= self.timeout
+            {
+                let what = if synced { "after a relist" } else { "at start" };
+                let error = anyhow::anyhow!(
+                    "the cache of {} ({}) did not sync within {:?} {what}: {}",
+                    self.kind,
+                    self.path,
+                    self.timeout,
+                    error.as_deref().unwrap_or("no complete list arrived")
+                );
+                tracing::error!(controller = self.name, "{error:#}");
+                return error;
+            }
+            let failing = self.watches.failing(&self.path);
+            let ready = synced && listing_since.is_none() && failing.is_none();
+            if ready && !was_ready {
+                self.ready.ready();
+            } else if !ready && synced {
+                let reason = match (&failing, listing_since) {
+                    (Some(why), _) => format!("the watch of {} is down: {why}", self.kind),
+                    (None, _) => format!("the cache of {} is relisting", self.kind),
+                };
+                self.ready.not_ready(&reason);
+            }
+            was_ready = ready;
+        }
     }
 }
 
@@ -331,6 +465,8 @@ struct State<K: Resource<DynamicType = ()>, Ctx> {
     name: &'static str,
     metrics: Arc<Metrics>,
     backoff: Backoff<K>,
+    /// The objects queued and not yet reconciled (`workqueue_depth`).
+    pending: Arc<Mutex<HashSet<ObjectRef<K>>>>,
     context: Arc<Ctx>,
 }
 
@@ -346,13 +482,21 @@ impl<K: Resource<DynamicType = ()>, Ctx> State<K, Ctx> {
     {
         let _timer = self.metrics.reconcile.start(self.name);
         let key = ObjectRef::from_obj(&*object);
+        {
+            let mut pending = lock(&self.pending);
+            pending.remove(&key);
+            self.metrics.queue.set_depth(self.name, pending.len());
+        }
         let result = reconcile(object, self.context.clone()).await;
         match &result {
             Ok(_) => {
                 self.metrics.reconcile.success(self.name);
                 self.backoff.succeeded(&key);
             }
-            Err(_) => self.metrics.reconcile.error(self.name),
+            Err(_) => {
+                self.metrics.reconcile.error(self.name);
+                self.metrics.queue.retry(self.name);
+            }
         }
         result
     }
@@ -598,6 +742,9 @@ mod tests {
             ready: health.readiness_check("test"),
             shutdown: shutdown.clone(),
             watch_namespace: Some("default".into()),
+            max_concurrent_reconciles: crate::args::DEFAULT_MAX_CONCURRENT_RECONCILES,
+            cache_sync_timeout: Duration::from_secs(120),
+            watches: Arc::default(),
         };
         assert_eq!(
             health.readiness().0,
@@ -679,6 +826,9 @@ mod tests {
             ready: crate::health::Health::default().readiness_check("test"),
             shutdown: shutdown.clone(),
             watch_namespace: None,
+            max_concurrent_reconciles: crate::args::DEFAULT_MAX_CONCURRENT_RECONCILES,
+            cache_sync_timeout: Duration::from_secs(120),
+            watches: Arc::default(),
         };
         let running = tokio::spawn(async move {
             let reconcile =
@@ -719,6 +869,9 @@ mod tests {
             ready: crate::health::Health::default().readiness_check("test"),
             shutdown: tokio_util::sync::CancellationToken::new(),
             watch_namespace: None,
+            max_concurrent_reconciles: crate::args::DEFAULT_MAX_CONCURRENT_RECONCILES,
+            cache_sync_timeout: Duration::from_secs(120),
+            watches: Arc::default(),
         };
         let running = tokio::spawn(async move {
             let reconcile =
@@ -839,6 +992,9 @@ mod tests {
             ready: crate::health::Health::default().readiness_check("test"),
             shutdown: shutdown.clone(),
             watch_namespace: Some("default".into()),
+            max_concurrent_reconciles: crate::args::DEFAULT_MAX_CONCURRENT_RECONCILES,
+            cache_sync_timeout: Duration::from_secs(120),
+            watches: Arc::default(),
         };
         let api: Api<ConfigMap> = manager.api();
         type Calls = Arc<std::sync::Mutex<Vec<tokio::time::Instant>>>;
@@ -940,5 +1096,341 @@ mod tests {
                 .unwrap(),
         );
         crate::testing::within(publishing).await.unwrap().unwrap();
+    }
+
+    const CONFIG_MAPS: &str = "/api/v1/namespaces/default/configmaps";
+
+    /// A ConfigMap as the API server lists it.
+    fn config_map(name: &str) -> serde_json::Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "namespace": "default", "resourceVersion": "7"}})
+    }
+
+    fn respond(
+        send: mock::SendResponse<http::Response<kube::client::Body>>,
+        code: u16,
+        body: &serde_json::Value,
+    ) {
+        send.send_response(
+            http::Response::builder()
+                .status(code)
+                .body(kube::client::Body::from(serde_json::to_vec(body).unwrap()))
+                .unwrap(),
+        );
+    }
+
+    /// Answers the controller of ConfigMaps in `default`: the check and each list with
+    /// `list(n)` for the n-th list (from 0, the check not counted), watches with `watch(n)`
+    /// for the n-th watch, or kept open when that gives `None`. Ends when the server is dropped.
+    async fn serve(
+        mut server: ApiServer,
+        list: impl Fn(usize) -> (u16, serde_json::Value),
+        watch: impl Fn(usize) -> Option<Vec<u8>>,
+    ) {
+        let (mut lists, mut watches, mut open) = (0, 0, Vec::new());
+        while let Ok(Some((request, send))) =
+            tokio::time::timeout(Duration::from_secs(3600), server.next_request()).await
+        {
+            assert_eq!(request.uri().path(), CONFIG_MAPS);
+            let query = request.uri().query().unwrap_or_default().to_owned();
+            if query.contains("watch=true") {
+                match watch(watches) {
+                    Some(events) => send.send_response(
+                        http::Response::builder()
+                            .body(kube::client::Body::from(events))
+                            .unwrap(),
+                    ),
+                    None => open.push(send),
+                }
+                watches += 1;
+            } else if query == "&limit=1" {
+                respond(
+                    send,
+                    200,
+                    &json!({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {}, "items": []}),
+                );
+            } else {
+                let (code, body) = list(lists);
+                lists += 1;
+                respond(send, code, &body);
+            }
+        }
+    }
+
+    fn listed(items: Vec<serde_json::Value>) -> (u16, serde_json::Value) {
+        (
+            200,
+            json!({"kind": "ConfigMapList", "apiVersion": "v1",
+                     "metadata": {"resourceVersion": "7"}, "items": items}),
+        )
+    }
+
+    /// A ConfigMap whose `data` is not a map: the list does not decode into the type.
+    fn undecodable() -> serde_json::Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "data": 42,
+               "metadata": {"name": "bad", "namespace": "default", "resourceVersion": "7"}})
+    }
+
+    fn context_of(
+        service: mock::Mock<http::Request<kube::client::Body>, http::Response<kube::client::Body>>,
+        health: &crate::health::Health,
+        shutdown: &tokio_util::sync::CancellationToken,
+    ) -> ControllerContext {
+        ControllerContext {
+            name: "test",
+            client: Client::new(service, "default"),
+            metrics: Arc::default(),
+            ready: health.readiness_check("test"),
+            shutdown: shutdown.clone(),
+            watch_namespace: Some("default".into()),
+            max_concurrent_reconciles: crate::args::DEFAULT_MAX_CONCURRENT_RECONCILES,
+            cache_sync_timeout: Duration::from_secs(120),
+            watches: Arc::default(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_most_the_concurrency_reconciles_run_at_once_and_the_queue_is_counted() {
+        let (service, server) =
+            mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+        let names: Vec<_> = (0..20).map(|i| config_map(&format!("cm-{i}"))).collect();
+        let serving = tokio::spawn(serve(server, move |_| listed(names.clone()), |_| None));
+        let (health, shutdown) = (
+            crate::health::Health::default(),
+            tokio_util::sync::CancellationToken::new(),
+        );
+        let manager = context_of(service, &health, &shutdown);
+        let metrics = manager.metrics.clone();
+        let api: Api<ConfigMap> = manager.api();
+        // (in flight, most in flight, done)
+        let counts = Arc::new(std::sync::Mutex::new((0, 0, 0)));
+        let reconcile =
+            |_: Arc<ConfigMap>, counts: Arc<std::sync::Mutex<(usize, usize, usize)>>| async move {
+                {
+                    let mut counts = counts.lock().unwrap();
+                    counts.0 += 1;
+                    counts.1 = counts.1.max(counts.0);
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let mut counts = counts.lock().unwrap();
+                counts.0 -= 1;
+                counts.2 += 1;
+                Ok::<_, Failed>(Action::await_change())
+            };
+        let context = counts.clone();
+        let running = tokio::spawn(async move {
+            Runner::new("test", api)
+                .concurrency(3)
+                .run(manager, reconcile, context)
+                .await
+        });
+        crate::testing::within(async {
+            while counts.lock().unwrap().2 < 20 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let depth = metrics.encode();
+                assert!(
+                    !depth.contains("workqueue_depth{name=\"test\"} 20"),
+                    "every object left the queue at once"
+                );
+            }
+        })
+        .await;
+        assert_eq!(counts.lock().unwrap().1, 3, "at most 3 reconciles at once");
+        let encoded = metrics.encode();
+        for line in [
+            "workqueue_adds_total{name=\"test\"} 20",
+            "workqueue_depth{name=\"test\"} 0",
+            "workqueue_retries_total{name=\"test\"} 0",
+            "controller_runtime_max_concurrent_reconciles{controller=\"test\"} 3",
+        ] {
+            assert!(
+                encoded.lines().any(|l| l == line),
+                "no `{line}` in\n{encoded}"
+            );
+        }
+        shutdown.cancel();
+        crate::testing::within(running).await.unwrap().unwrap();
+        serving.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_managers_concurrency_is_the_default() {
+        let (service, server) =
+            mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+        let names: Vec<_> = (0..40).map(|i| config_map(&format!("cm-{i}"))).collect();
+        let serving = tokio::spawn(serve(server, move |_| listed(names.clone()), |_| None));
+        let (health, shutdown) = (
+            crate::health::Health::default(),
+            tokio_util::sync::CancellationToken::new(),
+        );
+        let mut manager = context_of(service, &health, &shutdown);
+        manager.max_concurrent_reconciles = 7;
+        let api: Api<ConfigMap> = manager.api();
+        let counts = Arc::new(std::sync::Mutex::new((0, 0, 0)));
+        let reconcile =
+            |_: Arc<ConfigMap>, counts: Arc<std::sync::Mutex<(usize, usize, usize)>>| async move {
+                {
+                    let mut counts = counts.lock().unwrap();
+                    counts.0 += 1;
+                    counts.1 = counts.1.max(counts.0);
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let mut counts = counts.lock().unwrap();
+                counts.0 -= 1;
+                counts.2 += 1;
+                Ok::<_, Failed>(Action::await_change())
+            };
+        let context = counts.clone();
+        let running = tokio::spawn(async move {
+            Runner::new("test", api)
+                .run(manager, reconcile, context)
+                .await
+        });
+        crate::testing::within(async {
+            while counts.lock().unwrap().2 < 40 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await;
+        assert_eq!(counts.lock().unwrap().1, 7);
+        shutdown.cancel();
+        crate::testing::within(running).await.unwrap().unwrap();
+        serving.abort();
+    }
+
+    async fn never(_: Arc<ConfigMap>, _: Arc<()>) -> Result<Action, Failed> {
+        Ok(Action::await_change())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cache_that_never_syncs_fails_the_runner_with_the_kind_and_the_decode_error() {
+        let (service, server) =
+            mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+        let serving = tokio::spawn(serve(
+            server,
+            |_| listed(vec![config_map("good"), undecodable()]),
+            |_| None,
+        ));
+        let (health, shutdown) = (
+            crate::health::Health::default(),
+            tokio_util::sync::CancellationToken::new(),
+        );
+        let mut manager = context_of(service, &health, &shutdown);
+        manager.cache_sync_timeout = Duration::from_secs(30);
+        let api: Api<ConfigMap> = manager.api();
+        let started = Instant::now();
+        let error =
+            crate::testing::within(Runner::new("test", api).run(manager, never, Arc::new(())))
+                .await
+                .unwrap_err()
+                .to_string();
+        assert!(
+            started.elapsed() >= Duration::from_secs(30),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            started.elapsed() <= Duration::from_secs(32),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            error.starts_with(&format!(
+                "the cache of ConfigMap ({CONFIG_MAPS}) did not sync within 30s at start: "
+            )),
+            "{error}"
+        );
+        assert!(error.contains("invalid type: integer `42`"), "{error}");
+        assert_eq!(health.readiness().0, 503);
+        serving.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_relist_that_keeps_failing_makes_the_controller_unready_then_fails_it() {
+        let (service, server) =
+            mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+        // The first list syncs; the watch says 410 Gone; every relist holds an object that
+        // does not decode.
+        let gone = br#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version","reason":"Expired","code":410}}
+"#.to_vec();
+        let serving = tokio::spawn(serve(
+            server,
+            |n| {
+                if n == 0 {
+                    listed(vec![config_map("good")])
+                } else {
+                    listed(vec![undecodable()])
+                }
+            },
+            move |n| (n == 0).then(|| gone.clone()),
+        ));
+        let (health, shutdown) = (
+            crate::health::Health::default(),
+            tokio_util::sync::CancellationToken::new(),
+        );
+        let mut manager = context_of(service, &health, &shutdown);
+        manager.cache_sync_timeout = Duration::from_secs(30);
+        let api: Api<ConfigMap> = manager.api();
+        let running = tokio::spawn(Runner::new("test", api).run(manager, never, Arc::new(())));
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(
+            health.readiness().0,
+            503,
+            "not ready while the relist fails"
+        );
+        let error = crate::testing::within(running)
+            .await
+            .unwrap()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("did not sync within 30s after a relist"),
+            "{error}"
+        );
+        assert!(error.contains("invalid type: integer `42`"), "{error}");
+        serving.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn readiness_follows_the_watch_of_the_controllers_resource() {
+        let (service, server) =
+            mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+        let serving = tokio::spawn(serve(
+            server,
+            |_| listed(vec![config_map("good")]),
+            |_| None,
+        ));
+        let (health, shutdown) = (
+            crate::health::Health::default(),
+            tokio_util::sync::CancellationToken::new(),
+        );
+        let manager = context_of(service, &health, &shutdown);
+        let watches = manager.watches.clone();
+        let api: Api<ConfigMap> = manager.api();
+        let running = tokio::spawn(Runner::new("test", api).run(manager, never, Arc::new(())));
+        crate::testing::within(async {
+            while health.readiness().0 != 200 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await;
+        watches.failed(CONFIG_MAPS, "connection reset".into());
+        tokio::time::sleep(WATCH_CHECK_INTERVAL * 2).await;
+        let (code, body) = health.readiness();
+        assert_eq!(code, 503, "{body}");
+        watches.failed(
+            "/api/v1/namespaces/default/secrets",
+            "another resource".into(),
+        );
+        watches.established(CONFIG_MAPS);
+        tokio::time::sleep(WATCH_CHECK_INTERVAL * 2).await;
+        assert_eq!(
+            health.readiness().0,
+            200,
+            "ready again once its watch is back"
+        );
+        shutdown.cancel();
+        crate::testing::within(running).await.unwrap().unwrap();
+        serving.abort();
     }
 }

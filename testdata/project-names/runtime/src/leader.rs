@@ -23,6 +23,8 @@ use kube::api::{Api, PostParams};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::{Guard, RequestPolicy};
+
 /// client-go's `JitterFactor`: the renew deadline must exceed the retry period times this.
 const JITTER_FACTOR: f64 = 1.2;
 /// How long releasing the Lease may take on shutdown.
@@ -134,6 +136,8 @@ pub struct Leadership {
 #[derive(Debug, Clone)]
 pub struct Fence {
     until: Arc<Mutex<Instant>>,
+    /// Woken when the fence is closed early.
+    closing: Arc<tokio::sync::Notify>,
 }
 
 impl Fence {
@@ -141,6 +145,7 @@ impl Fence {
     pub fn new(until: Instant) -> Self {
         Self {
             until: Arc::new(Mutex::new(until)),
+            closing: Arc::default(),
         }
     }
 
@@ -153,32 +158,40 @@ impl Fence {
     /// Closes the fence now.
     pub fn close(&self) {
         *self.until.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        self.closing.notify_waiters();
     }
 
     /// Whether requests may still go out.
     pub fn is_open(&self) -> bool {
-        Instant::now() < *self.until.lock().unwrap_or_else(PoisonError::into_inner)
+        Instant::now() < self.until()
+    }
+
+    fn until(&self) -> Instant {
+        *self.until.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Finishes when the fence closes: at its time, unless extended meanwhile, or when
+    /// [`Fence::close`] is called.
+    pub async fn closed(&self) {
+        loop {
+            let closing = self.closing.notified();
+            let until = self.until();
+            if Instant::now() >= until {
+                return;
+            }
+            tokio::select! {
+                () = tokio::time::sleep_until(until) => {}
+                () = closing => {}
+            }
+        }
     }
 
     /// `client`, whose requests are refused, without leaving the process, once the fence
-    /// is closed.
+    /// is closed, each retry included, with the default [`RequestPolicy`].
     pub fn client(&self, client: Client) -> Client {
-        let namespace = client.default_namespace().to_owned();
-        let fence = self.clone();
-        let service = tower::service_fn(move |request: axum::http::Request<kube::client::Body>| {
-            let client = client.clone();
-            let open = fence.is_open();
-            async move {
-                if !open {
-                    return Err::<_, tower::BoxError>(Box::new(FenceClosed));
-                }
-                client
-                    .send(request)
-                    .await
-                    .map_err(|error| Box::new(error) as tower::BoxError)
-            }
-        });
-        Client::new(service, namespace)
+        Guard::new(client, RequestPolicy::default())
+            .fence(self.clone())
+            .client()
     }
 }
 

@@ -14,6 +14,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::ManagerArgs;
+use crate::client::{Guard, RequestPolicy, Watches};
 use crate::health::{self, Health, ReadyCheck};
 use crate::leader::{self, Fence, Held, LeaderElectionConfig, LeaderElector};
 use crate::metrics::{self, Authorizer, Metrics};
@@ -45,6 +46,13 @@ pub struct ControllerContext {
     pub shutdown: CancellationToken,
     /// The namespace to watch (`--watch-namespace`, `WATCH_NAMESPACE`); `None` watches all.
     pub watch_namespace: Option<String>,
+    /// How many reconciles of this controller may run at once (`--max-concurrent-reconciles`).
+    pub max_concurrent_reconciles: u16,
+    /// How long the controller's cache may take to sync, at start and after a relist, before
+    /// the controller fails (`--cache-sync-timeout`).
+    pub cache_sync_timeout: Duration,
+    /// The state of the client's watches: a controller is not ready while its own is down.
+    pub watches: Arc<Watches>,
 }
 
 impl ControllerContext {
@@ -99,18 +107,22 @@ pub struct Manager {
     require_watch_namespace: bool,
     identity: String,
     webhooks: Webhooks,
+    watches: Arc<Watches>,
 }
 
 impl Manager {
-    /// A manager talking to the cluster of the in-cluster config or of `KUBECONFIG`.
+    /// A manager talking to the cluster of the in-cluster config or of `KUBECONFIG`, through
+    /// [`crate::client::transport`]: TCP keepalive, HTTP/2 where offered, no hidden retries.
     pub async fn new(args: ManagerArgs) -> anyhow::Result<Self> {
-        let client = Client::try_default().await.context(
+        let config = kube::Config::infer().await.context(
             "failed to create a Kubernetes client: run in a pod or point KUBECONFIG at a cluster",
         )?;
+        let client = crate::client::transport(config)?;
         Ok(Self::with_client(args, client))
     }
 
-    /// A manager using `client`; tests pass a mocked one.
+    /// A manager using `client` as its connection to the API server; tests pass a mocked one.
+    /// The controllers' requests go through a [`Guard`] around it.
     pub fn with_client(args: ManagerArgs, client: Client) -> Self {
         Self {
             args,
@@ -121,6 +133,7 @@ impl Manager {
             require_watch_namespace: false,
             identity: leader::default_identity(),
             webhooks: Webhooks::new(),
+            watches: Arc::default(),
         }
     }
 
@@ -186,16 +199,24 @@ impl Manager {
             None
         };
 
-        let servers = self.start_servers(&shutdown).await?;
+        // The servers (probes, metrics, webhooks) stop last, as controller-runtime's do: while
+        // the controllers finish after a SIGTERM, admission and conversion calls are still
+        // answered and the probes still answer.
+        let serving = CancellationToken::new();
+        let _stop_serving = serving.clone().drop_guard();
+        let servers = self.start_servers(&serving).await?;
         let result = match election {
             Some(config) => self.lead(config, controllers, &shutdown).await,
             None => {
-                self.run_controllers(self.client.clone(), controllers, shutdown.clone())
+                let client = self.guard().client();
+                self.run_controllers(client, controllers, shutdown.clone())
                     .await
+                    .result
             }
         };
 
         shutdown.cancel();
+        serving.cancel();
         let mut servers = servers;
         while let Some(joined) = servers.join_next().await {
             if let Err(error) = joined.context("an HTTP server panicked").and_then(|r| r) {
@@ -203,6 +224,17 @@ impl Manager {
             }
         }
         result
+    }
+
+    /// The client rules of the controllers' requests, from the flags.
+    fn guard(&self) -> Guard {
+        let policy = RequestPolicy {
+            timeout: self.args.api_request_timeout,
+            ..RequestPolicy::default()
+        };
+        Guard::new(self.client.clone(), policy)
+            .metrics(self.metrics.client.clone())
+            .watches(self.watches.clone())
     }
 
     fn leader_election_config(&self) -> anyhow::Result<LeaderElectionConfig> {
@@ -402,15 +434,15 @@ impl Manager {
         // that no other replica starts while they finish.
         let stop = shutdown.child_token();
         let renewing = CancellationToken::new();
-        let controllers =
-            self.run_controllers(fence.client(self.client.clone()), controllers, stop.clone());
+        let client = self.guard().fence(fence.clone()).client();
+        let controllers = self.run_controllers(client, controllers, stop.clone());
         tokio::pin!(controllers);
         let held = tokio::select! {
-            result = &mut controllers => Ok(result),
+            stopped = &mut controllers => Ok(stopped),
             held = elector.hold(&mut leadership, &renewing) => Err(held),
         };
-        let result = match held {
-            Ok(result) => result,
+        let stopped = match held {
+            Ok(stopped) => stopped,
             // `renewing` is never cancelled: renewal outlives the controllers.
             Err(Held::Stopped) => controllers.await,
             Err(Held::Lost { last_renewed }) => {
@@ -439,12 +471,22 @@ impl Manager {
         };
 
         self.metrics.set_leader(false);
+        if !stopped.all_stopped {
+            // A controller still running may still write: the others must wait for the
+            // Lease to expire, as controller-runtime's `LeaderElectionReleaseOnCancel` (off by
+            // default) leaves them to.
+            fence.close();
+            tracing::warn!(
+                "not releasing the leader election Lease {lease}: a controller did not stop; the other replicas take over once it expires"
+            );
+            return stopped.result;
+        }
         match elector.release().await {
             Ok(true) => tracing::info!("released the leader election Lease {lease}"),
             Ok(false) => {}
             Err(error) => tracing::warn!("failed to release the Lease {lease}: {error:#}"),
         }
-        result
+        stopped.result
     }
 
     /// Runs every controller until `stop` is cancelled, then gives them
@@ -455,7 +497,7 @@ impl Manager {
         client: Client,
         controllers: Vec<Registration>,
         stop: CancellationToken,
-    ) -> anyhow::Result<()> {
+    ) -> Stopped {
         if controllers.is_empty() {
             tracing::warn!("no controllers are registered; add one with `rsbuilder create api`");
         }
@@ -469,6 +511,9 @@ impl Manager {
                 ready: self.health.readiness_check(registration.name),
                 shutdown: stop.clone(),
                 watch_namespace: self.args.watch_namespace.clone(),
+                max_concurrent_reconciles: self.args.max_concurrent_reconciles,
+                cache_sync_timeout: self.args.cache_sync_timeout,
+                watches: self.watches.clone(),
             };
             tracing::info!(controller = registration.name, "starting controller");
             let task = tasks.spawn((registration.start)(ctx));
@@ -476,6 +521,7 @@ impl Manager {
         }
 
         let mut result = Ok(());
+        let mut all_stopped = true;
         let mut deadline = None;
         loop {
             let joined = if stop.is_cancelled() {
@@ -492,6 +538,7 @@ impl Manager {
                         );
                         tracing::error!("{error}");
                         tasks.abort_all();
+                        all_stopped = false;
                         if result.is_ok() {
                             result = Err(error);
                         }
@@ -535,8 +582,20 @@ impl Manager {
         if result.is_ok() {
             stop.cancelled().await;
         }
-        result
+        Stopped {
+            result,
+            all_stopped,
+        }
     }
+}
+
+/// How the controllers ended.
+struct Stopped {
+    /// The first failure, if any.
+    result: anyhow::Result<()>,
+    /// Whether every controller stopped by itself; `false` when some were abandoned after the
+    /// grace period, and may still have had a request in flight.
+    all_stopped: bool,
 }
 
 /// The exit status of a process told a second time to stop, as controller-runtime's.
@@ -1455,5 +1514,118 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(!started.load(Ordering::SeqCst));
+    }
+
+    async fn http1_get(port: u16, path: &str) -> Result<StatusCode, String> {
+        use http_body_util::Empty;
+        use hyper_util::rt::TokioIo;
+        let exchange = async {
+            let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .map_err(|e| e.to_string())?;
+            let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+                .await
+                .map_err(|e| e.to_string())?;
+            tokio::spawn(connection);
+            let request = http::Request::get(format!("http://localhost{path}"))
+                .body(Empty::<axum::body::Bytes>::new())
+                .unwrap();
+            let response = sender
+                .send_request(request)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(response.status())
+        };
+        tokio::time::timeout(Duration::from_secs(5), exchange)
+            .await
+            .map_err(|_| "no answer within 5 s".to_owned())?
+    }
+
+    #[tokio::test]
+    async fn the_probes_answer_until_the_controllers_have_stopped() {
+        let port = free_port();
+        let probes = format!("--health-probe-bind-address=127.0.0.1:{port}");
+        let (service, _server) = tower_test::mock::pair::<
+            http::Request<kube::client::Body>,
+            http::Response<kube::client::Body>,
+        >();
+        let args = crate::args::tests::parse(&[&probes]);
+        let manager = Manager::with_client(args, Client::new(service, "default")).identity("me");
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let slow = Registration::new("slow", |ctx: ControllerContext| async move {
+            ctx.ready.ready();
+            ctx.shutdown.cancelled().await;
+            // A reconcile that takes a while to finish after SIGTERM.
+            let _ = released.await;
+            Ok(())
+        });
+        let shutdown = CancellationToken::new();
+        let run = tokio::spawn(manager.run_until(vec![slow], shutdown.clone()));
+        wait_listening(&[port]).await;
+        shutdown.cancel();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            http1_get(port, "/healthz").await,
+            Ok(StatusCode::OK),
+            "liveness during the grace"
+        );
+        assert_eq!(
+            http1_get(port, "/readyz").await,
+            Ok(StatusCode::OK),
+            "readiness during the grace"
+        );
+        release.send(()).unwrap();
+        crate::testing::within(run).await.unwrap().unwrap();
+        assert!(
+            http1_get(port, "/healthz").await.is_err(),
+            "the probes stop last"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_leader_whose_controllers_were_abandoned_keeps_the_lease_to_expire() {
+        let (manager, mut server) =
+            manager_with(&["--leader-elect", "--leader-election-namespace=operators"]);
+        let stubborn = Registration::new("stubborn", |_ctx: ControllerContext| async {
+            std::future::pending::<()>().await;
+            Ok(())
+        });
+        let shutdown = CancellationToken::new();
+        let run = tokio::spawn(manager.run_until(vec![stubborn], shutdown.clone()));
+        grant(&mut server).await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        shutdown.cancel();
+        // Renewals go on during the grace period; no release follows it.
+        let answering = tokio::spawn(async move {
+            while let Ok(Some((request, send))) =
+                tokio::time::timeout(Duration::from_secs(3600), server.next_request()).await
+            {
+                let method = request.method().clone();
+                let body = request.into_body().collect_bytes().await.unwrap();
+                let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                if method == Method::GET {
+                    let lease =
+                        crate::leader::tests::lease("me", "2026-01-01T00:00:00.000000Z", 0, "2");
+                    respond(send, 200, &lease);
+                    continue;
+                }
+                assert_eq!(
+                    body["spec"]["holderIdentity"], "me",
+                    "the Lease was released while a controller may still write"
+                );
+                respond(send, 200, &body);
+            }
+        });
+        let error = crate::testing::within(run).await.unwrap().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "controller stubborn did not stop within 30s of shutdown"
+        );
+        answering.abort();
+        if let Err(error) = answering.await
+            && error.is_panic()
+        {
+            std::panic::resume_unwind(error.into_panic());
+        }
     }
 }

@@ -78,6 +78,10 @@ pub struct Metrics {
     registry: Registry,
     /// Metrics of reconcile loops, labelled by controller.
     pub reconcile: ReconcileMetrics,
+    /// Metrics of the controllers' queues, labelled by controller (`name`, as client-go's).
+    pub queue: QueueMetrics,
+    /// Metrics of the controllers' requests to the API server.
+    pub client: crate::client::ClientMetrics,
     leader: Gauge,
 }
 
@@ -105,6 +109,10 @@ impl Default for Metrics {
             "Number of currently used workers per controller",
             reconcile.active.clone(),
         );
+        let queue = QueueMetrics::default();
+        queue.register(&mut registry);
+        let client = crate::client::ClientMetrics::default();
+        client.register(&mut registry);
         registry.register_collector(Box::new(process::ProcessCollector));
         let leader = Gauge::default();
         registry.register(
@@ -115,6 +123,8 @@ impl Default for Metrics {
         Self {
             registry,
             reconcile,
+            queue,
+            client,
             leader,
         }
     }
@@ -225,6 +235,82 @@ impl ReconcileMetrics {
                 result,
             })
             .inc();
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabels {
+    name: String,
+}
+
+/// The queue of each controller, in client-go's workqueue names: what waits, what was added
+/// and what was retried, and how many reconciles may run at once.
+#[derive(Clone, Default)]
+pub struct QueueMetrics {
+    depth: Family<QueueLabels, Gauge>,
+    adds: Family<QueueLabels, Counter>,
+    retries: Family<QueueLabels, Counter>,
+    max_concurrent: Family<ControllerLabels, Gauge>,
+}
+
+impl QueueMetrics {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "workqueue_depth",
+            "Current depth of workqueue: objects waiting for a reconcile",
+            self.depth.clone(),
+        );
+        registry.register(
+            "workqueue_adds",
+            "Total number of adds handled by workqueue",
+            self.adds.clone(),
+        );
+        registry.register(
+            "workqueue_retries",
+            "Total number of retries handled by workqueue",
+            self.retries.clone(),
+        );
+        registry.register(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            self.max_concurrent.clone(),
+        );
+    }
+
+    fn labels(controller: &str) -> QueueLabels {
+        QueueLabels {
+            name: controller.to_owned(),
+        }
+    }
+
+    /// Makes the series of `controller` at zero, and records its concurrency.
+    pub fn init(&self, controller: &str, max_concurrent: u16) {
+        let labels = Self::labels(controller);
+        drop(self.depth.get_or_create(&labels));
+        drop(self.adds.get_or_create(&labels));
+        drop(self.retries.get_or_create(&labels));
+        self.max_concurrent
+            .get_or_create(&ControllerLabels {
+                controller: controller.to_owned(),
+            })
+            .set(i64::from(max_concurrent));
+    }
+
+    /// Counts an object added to `controller`'s queue.
+    pub fn add(&self, controller: &str) {
+        self.adds.get_or_create(&Self::labels(controller)).inc();
+    }
+
+    /// Counts a failed object queued again.
+    pub fn retry(&self, controller: &str) {
+        self.retries.get_or_create(&Self::labels(controller)).inc();
+    }
+
+    /// Sets how many objects of `controller` wait for a reconcile.
+    pub fn set_depth(&self, controller: &str, depth: usize) {
+        self.depth
+            .get_or_create(&Self::labels(controller))
+            .set(i64::try_from(depth).unwrap_or(i64::MAX));
     }
 }
 

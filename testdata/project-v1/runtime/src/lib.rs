@@ -22,6 +22,7 @@
 
 pub mod args;
 pub mod backoff;
+pub mod client;
 pub mod conditions;
 pub mod controller;
 pub mod health;

@@ -100,6 +100,14 @@ impl ReadyCheck {
     pub fn ready(&self) {
         self.health.lock().checks.insert(self.name.clone(), true);
     }
+
+    /// Marks this check as failing again, for `reason`, which is logged when it starts failing.
+    pub fn not_ready(&self, reason: &str) {
+        let was = self.health.lock().checks.insert(self.name.clone(), false);
+        if was != Some(false) {
+            tracing::warn!(check = %self.name, %reason, "readiness check failing: /readyz answers 503");
+        }
+    }
 }
 
 /// The probe routes.
