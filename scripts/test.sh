@@ -9,7 +9,9 @@
 #      It also runs each project's `make test-e2e-local`: its manager as a process against the
 #      emulated API server of hack/kube_emulator.py (kmock, from PyPI, in one virtualenv for
 #      all projects). Without Python or PyPI that tier is skipped, and said so, unless
-#      RSBUILDER_REQUIRE_E2E_LOCAL=1 (CI sets it).
+#      RSBUILDER_REQUIRE_E2E_LOCAL=1 (CI sets it). project-namespaced's manager then runs the
+#      fault tier (scripts/faults.py): the emulator answers late, never, 429/503 with and
+#      without Retry-After, cuts watches, steals the Lease, holds an object that does not decode.
 #      Helm charts are checked with a real helm (scripts/install-helm.sh, scripts/check-chart.sh):
 #      project-v4-with-plugins' own, and one made for project-webhooks and project-deploy-image.
 #      Without helm that tier is skipped, and said so, unless RSBUILDER_REQUIRE_HELM=1 (CI sets it).
@@ -127,6 +129,12 @@ for golden in testdata/*/; do
       args=""
       [[ "$6" == project-v1 ]] && args="--leader-election 10"
       RUST_LOG=warn make --no-print-directory test-e2e-local E2E_VENV="$5" E2E_ARGS="$args"
+      if [[ "$6" == project-namespaced ]]; then
+        # The fault tier: the same manager against an API server that throttles, hangs, drops
+        # connections, cuts watches, steals the Lease and holds an object that does not decode.
+        echo "-- [${SECONDS}s] the fault tier: scripts/faults.py"
+        "$5/bin/python" "$8/scripts/faults.py" --manager "${CARGO_TARGET_DIR:-target}/debug/manager" --project .
+      fi
     fi
     if [[ -n "$kubectl_bin" ]]; then
       for dir in config/*/; do

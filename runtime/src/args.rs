@@ -157,6 +157,12 @@ pub struct ManagerArgs {
     #[arg(long, default_value = "2m", value_parser = parse_positive_duration)]
     pub cache_sync_timeout: Duration,
 
+    /// How long the controllers get to finish after SIGTERM; the servers and the Lease are
+    /// kept meanwhile. Controllers still running then are abandoned, and the Lease is left to
+    /// expire rather than released.
+    #[arg(long, default_value = "30s", value_parser = parse_positive_duration)]
+    pub graceful_shutdown_timeout: Duration,
+
     /// How long a controller's request to the API server may take, to the answer's last byte
     /// (to its headers for a watch); a request without an answer by then fails.
     #[arg(long, default_value = "30s", value_parser = parse_positive_duration)]

@@ -524,7 +524,11 @@ impl HttpBody for Answer {
         }
         if let Some(tracker) = &mut this.tracker {
             match &polled {
-                Poll::Ready(Some(Ok(frame))) if frame.data_ref().is_some_and(|d| !d.is_empty()) => {
+                // An event is a whole line: a watch cut in the middle of its first one
+                // delivered nothing.
+                Poll::Ready(Some(Ok(frame)))
+                    if frame.data_ref().is_some_and(|d| d.contains(&b'\n')) =>
+                {
                     tracker.delivered = true;
                 }
                 Poll::Ready(Some(Err(error))) => tracker.ended(Some(error.to_string())),
@@ -889,6 +893,27 @@ mod tests {
             Duration::ZERO,
             "no wait after a watch that delivered"
         );
+        within(reading).await.unwrap().unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_cut_in_its_first_line_is_a_failure() {
+        let watches = Arc::new(Watches::default());
+        let (guard, mut server) = streaming(watches.clone());
+        let reading = read_all(&guard, WATCH);
+        let (_, mut frames) = stream_answer(&mut server).await;
+        frames
+            .try_send(Ok(Frame::data(Bytes::from_static(b"{\"type\":\"ADD"))))
+            .unwrap();
+        frames
+            .try_send(Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof)))
+            .unwrap();
+        within(reading).await.unwrap().unwrap_err();
+        assert!(watches.failing(THINGS).is_some(), "a cut watch is down");
+        let ended = Instant::now();
+        let reading = read_all(&guard, WATCH);
+        drop(stream_answer(&mut server).await);
+        assert_eq!(ended.elapsed(), WATCH_BACKOFF_BASE);
         within(reading).await.unwrap().unwrap();
     }
 

@@ -23,8 +23,9 @@ use crate::tls::{self, CertResolver, CertSource};
 use crate::webhook::Webhooks;
 use crate::webhook::certs::SelfManagedCerts;
 
-/// How long controllers get to stop after shutdown begins (controller-runtime's default
-/// `GracefulShutdownTimeout`); a leader's Lease is renewed meanwhile.
+/// How long controllers get to stop after shutdown begins by default
+/// (controller-runtime's `GracefulShutdownTimeout`, `--graceful-shutdown-timeout`); a leader's
+/// Lease is renewed meanwhile.
 pub const GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 // Controllers publish events with kube's `Recorder`, which creates them and patches repeats
@@ -490,7 +491,7 @@ impl Manager {
     }
 
     /// Runs every controller until `stop` is cancelled, then gives them
-    /// [`GRACEFUL_SHUTDOWN_TIMEOUT`] to stop. One that fails or ends early marks the manager
+    /// `--graceful-shutdown-timeout` ([`GRACEFUL_SHUTDOWN_TIMEOUT`]) to stop. One that fails or ends early marks the manager
     /// unhealthy and stops the others.
     async fn run_controllers(
         &self,
@@ -520,20 +521,20 @@ impl Manager {
             names.insert(task.id(), registration.name);
         }
 
+        let grace = self.args.graceful_shutdown_timeout;
         let mut result = Ok(());
         let mut all_stopped = true;
         let mut deadline = None;
         loop {
             let joined = if stop.is_cancelled() {
-                let deadline = *deadline
-                    .get_or_insert_with(|| tokio::time::Instant::now() + GRACEFUL_SHUTDOWN_TIMEOUT);
+                let deadline = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + grace);
                 match tokio::time::timeout_at(deadline, tasks.join_next_with_id()).await {
                     Ok(joined) => joined,
                     Err(_) => {
                         let mut stuck: Vec<&str> = names.values().copied().collect();
                         stuck.sort_unstable();
                         let error = anyhow!(
-                            "controller {} did not stop within {GRACEFUL_SHUTDOWN_TIMEOUT:?} of shutdown",
+                            "controller {} did not stop within {grace:?} of shutdown",
                             stuck.join(", ")
                         );
                         tracing::error!("{error}");
