@@ -300,7 +300,11 @@ where
         }));
         let pending = Arc::new(Mutex::new(HashSet::new()));
         let (seen, queued) = (sync.clone(), pending.clone());
-        let (ready, metrics) = (manager.ready.clone(), manager.metrics.clone());
+        let (ready, metrics, gone) = (
+            manager.ready.clone(),
+            manager.metrics.clone(),
+            manager.metrics.clone(),
+        );
         let trigger = reflector(writer, watcher::watcher(self.api, self.watcher))
             .inspect(move |event| {
                 let mut sync = lock(&seen);
@@ -359,9 +363,11 @@ where
             .for_each(move |result| {
                 if let Err(controller::Error::ObjectNotFound(object)) = &result {
                     let mut pending = lock(&pending);
+                    // Deleted before its turn: it leaves the queue without a reconcile.
                     pending.retain(|queued| {
                         queued.name != object.name || queued.namespace != object.namespace
                     });
+                    gone.queue.set_depth(name, pending.len());
                 }
                 async move { report(name, &result) }
             });
@@ -1428,6 +1434,69 @@ mod tests {
             health.readiness().0,
             200,
             "ready again once its watch is back"
+        );
+        shutdown.cancel();
+        crate::testing::within(running).await.unwrap().unwrap();
+        serving.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_object_deleted_before_its_turn_leaves_the_queue() {
+        let (service, server) =
+            mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+        let mut deleted = config_map("b");
+        deleted["metadata"]["resourceVersion"] = json!("8");
+        let event = format!("{}\n", json!({"type": "DELETED", "object": deleted})).into_bytes();
+        let serving = tokio::spawn(serve(
+            server,
+            |_| listed(vec![config_map("a"), config_map("b")]),
+            move |n| (n == 0).then(|| event.clone()),
+        ));
+        let (health, shutdown) = (
+            crate::health::Health::default(),
+            tokio_util::sync::CancellationToken::new(),
+        );
+        let manager = context_of(service, &health, &shutdown);
+        let metrics = manager.metrics.clone();
+        let api: Api<ConfigMap> = manager.api();
+        let reconciled = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let reconcile = |object: Arc<ConfigMap>, seen: Arc<std::sync::Mutex<Vec<String>>>| async move {
+            seen.lock()
+                .unwrap()
+                .push(object.metadata.name.clone().unwrap());
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            Ok::<_, Failed>(Action::await_change())
+        };
+        let context = reconciled.clone();
+        let running = tokio::spawn(async move {
+            Runner::new("test", api)
+                .concurrency(1)
+                .run(manager, reconcile, context)
+                .await
+        });
+        crate::testing::within(async {
+            while !metrics
+                .encode()
+                .lines()
+                .any(|l| l == "workqueue_adds_total{name=\"test\"} 2")
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        })
+        .await;
+        assert_eq!(
+            reconciled.lock().unwrap().len(),
+            1,
+            "{:?}",
+            reconciled.lock().unwrap()
+        );
+        let encoded = metrics.encode();
+        assert!(
+            encoded
+                .lines()
+                .any(|l| l == "workqueue_depth{name=\"test\"} 0"),
+            "{encoded}"
         );
         shutdown.cancel();
         crate::testing::within(running).await.unwrap().unwrap();

@@ -971,4 +971,87 @@ mod tests {
         assert!(!is_watch(&request("/api/v1/pods?x=watch=true")));
         assert!(!is_watch(&request("/api/v1/pods")));
     }
+
+    /// The HTTP version of a GET through `transport` to a TLS server of the runtime's that
+    /// offers HTTP/2 when `http2`.
+    async fn version_over_tls(http2: bool) -> String {
+        let dir = crate::tls::tests::tempdir();
+        let der = crate::tls::tests::write_certificate(dir.path(), "localhost");
+        let resolver = crate::tls::CertResolver::new(crate::tls::CertSource::from_flags(
+            Some(dir.path()),
+            "tls.crt",
+            "tls.key",
+        ))
+        .unwrap();
+        let listener = crate::server::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let router = axum::Router::new().route(
+            "/version",
+            axum::routing::get(|request: axum::extract::Request| async move {
+                format!("{:?}", request.version())
+            }),
+        );
+        let stop = tokio_util::sync::CancellationToken::new();
+        let options = crate::server::ServeOptions {
+            tls: Some(resolver.server_config(http2).unwrap()),
+            http2,
+            ..crate::server::ServeOptions::default()
+        };
+        let serving = tokio::spawn(crate::server::serve(
+            listener,
+            router,
+            options,
+            stop.clone(),
+        ));
+        let mut config = kube::Config::new(format!("https://localhost:{port}").parse().unwrap());
+        config.root_cert = Some(vec![der]);
+        let client = transport(config).unwrap();
+        let request = Request::get("/version").body(Vec::new()).unwrap();
+        let version = within(client.request_text(request)).await.unwrap();
+        stop.cancel();
+        within(serving).await.unwrap().unwrap();
+        version
+    }
+
+    #[tokio::test]
+    async fn the_transport_speaks_http2_where_the_api_server_offers_it() {
+        assert_eq!(version_over_tls(true).await, "HTTP/2.0");
+        assert_eq!(version_over_tls(false).await, "HTTP/1.1");
+    }
+
+    #[tokio::test]
+    async fn the_transport_sends_a_request_once_whatever_the_answer() {
+        // kube's default client would send this 16 times: 503 with Retry-After, 15 retries.
+        let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = hits.clone();
+        let router = axum::Router::new().route(
+            "/api/v1/namespaces/default/pods/p",
+            axum::routing::get(move || {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                async {
+                    (
+                        http::StatusCode::SERVICE_UNAVAILABLE,
+                        [("Retry-After", "0")],
+                        "busy",
+                    )
+                }
+            }),
+        );
+        let listener = crate::server::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = tokio_util::sync::CancellationToken::new();
+        let serving = tokio::spawn(crate::server::serve(
+            listener,
+            router,
+            crate::server::ServeOptions::default(),
+            stop.clone(),
+        ));
+        let config = kube::Config::new(format!("http://127.0.0.1:{port}").parse().unwrap());
+        let pods: Api<k8s_openapi::api::core::v1::Pod> =
+            Api::namespaced(transport(config).unwrap(), "default");
+        within(pods.get("p")).await.unwrap_err();
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+        stop.cancel();
+        within(serving).await.unwrap().unwrap();
+    }
 }
