@@ -329,9 +329,16 @@ class Run:
 
     def peak_rss(self) -> int:
         """The manager's peak resident memory so far, in KiB (VmHWM)."""
+        return self.status_kib("VmHWM")
+
+    def rss(self) -> int:
+        """The manager's resident memory now, in KiB (VmRSS)."""
+        return self.status_kib("VmRSS")
+
+    def status_kib(self, field_name: str) -> int:
         try:
             for line in pathlib.Path(f"/proc/{self.manager.pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
+                if line.startswith(f"{field_name}:"):
                     return int(line.split()[1])
         except OSError:
             pass
@@ -655,6 +662,55 @@ def pending_objects(count: int):
     return case
 
 
+async def a_bookmark_moves_the_next_watch(run: Run, api: str) -> None:
+    """Held: a watch that delivered a bookmark is resumed from the bookmark's resourceVersion."""
+    await run.start(api)
+    await run.leading()
+    revision = run.emulator.revision + 1000
+
+    async def bookmark(emulator, request, entry):
+        import aiohttp.web
+        response = aiohttp.web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request._raw_request)
+        event = {"type": "BOOKMARK", "object": {"apiVersion": "ship.example.org/v1", "kind": "Captain",
+                                                "metadata": {"resourceVersion": str(revision)}}}
+        await response.write(json.dumps(event).encode() + b"\n")
+        await asyncio.sleep(1.5)
+        return response
+    run.emulator.fault(watch_of_captains, bookmark, "bookmark")
+    run.emulator.cut_watches()
+    await eventually(lambda: [e for e in run.emulator.log if watch_of_captains(e) and
+                              e.query.get("resourceVersion") == str(revision)], 10,
+                     f"a watch from the bookmark's resourceVersion {revision}")
+
+
+async def memory_stays_flat_over_relists(run: Run, api: str) -> None:
+    """Held: 2,000 objects relisted 20 times (each watch answered 410 Gone): the RSS after the
+    last relist is within 15 % (and 4 MiB) of the one after the fifth."""
+    for i in range(2000):
+        await run.emulator.put(captain(f"c-{i}"))
+    await run.start(api)
+    await run.leading()
+    await eventually(lambda: run.emulator.reconciled() == 2000, 120, "every one of 2,000 objects is reconciled", step=0.5)
+    peaks = []
+    relists = int(os.environ.get("FAULTS_RELISTS", "20"))
+    for relist in range(relists):
+        lists = len([e for e in run.emulator.log if list_of_captains(e)])
+        run.emulator.fault(watch_of_captains, run.emulator.gone, "410 Gone")
+        run.emulator.cut_watches()
+        await eventually(lambda: len([e for e in run.emulator.log if list_of_captains(e)]) > lists, 20,
+                         f"relist {relist + 1}")
+        await eventually(run.is_ready, 20, f"ready after relist {relist + 1}")
+        await asyncio.sleep(0.5)
+        peaks.append(run.rss())
+    print(f"   RSS after relists 5, 10, {relists}: {peaks[4] / 1024:.1f}, {peaks[9] / 1024:.1f}, {peaks[-1] / 1024:.1f} MiB"
+          f" (peak {run.peak_rss() / 1024:.1f} MiB)")
+    check(peaks[-1] <= peaks[4] * 1.15 + 4096, f"the RSS grows over relists: {peaks[4]} KiB, then {peaks[-1]} KiB")
+
+
+memory_stays_flat_over_relists.timeout = 120 + 6 * int(os.environ.get("FAULTS_RELISTS", "20"))
+
+
 CASES = [
     lease_moves_during_a_retry_wait,
     a_paused_leader_resumed_past_its_deadline_sends_nothing,
@@ -674,6 +730,8 @@ CASES = [
     a_watch_gone_410_relists_and_goes_on,
     a_dropped_connection_is_retried_by_the_reconcile,
     a_leader_whose_api_server_hangs_steps_down_at_the_renew_deadline,
+    a_bookmark_moves_the_next_watch,
+    memory_stays_flat_over_relists,
 ]
 
 
