@@ -312,7 +312,10 @@ class Run:
         await eventually(self.is_ready, 20, "/readyz answers 200")
 
     async def is_ready(self) -> bool:
-        return (await self.get("/readyz"))[0] == 200
+        """Whether /readyz passes with the controller's own check in it (before the controller
+        registers its check, /readyz has nothing to fail)."""
+        code, body = await self.get("/readyz")
+        return code == 200 and "[+]ship-captain ok" in body
 
     async def reconciled(self, name: str, timeout: float = 20) -> None:
         await eventually(lambda: ready(self.emulator.get("ship.example.org", "v1", "captains", NAMESPACE, name)),
@@ -377,15 +380,15 @@ def watch_of_captains(entry) -> bool:
 
 
 async def lease_moves_during_a_retry_wait(run: Run, api: str) -> None:
-    """Finding 1: a status PATCH answered 503 Retry-After: 3, then the Lease taken by another
+    """Finding 1: a status PATCH answered 503 Retry-After: 8, then the Lease taken by another
     holder during the wait: the PATCH is never sent again, and the manager exits. With
     client-go's default timings (15 s, 10 s, 2 s) the controllers have time to finish before
     the Lease could expire: the wait must end when the fence closes, not when they stop."""
-    rule = run.emulator.fault(status_patch, run.emulator.answer(503, {"Retry-After": "3"}), "503 Retry-After: 3")
+    rule = run.emulator.fault(status_patch, run.emulator.answer(503, {"Retry-After": "8"}), "503 Retry-After: 8")
     await run.start(api, leader=["--leader-elect"])
     await run.leading()
     await run.emulator.put(captain("c-0"))
-    await eventually(lambda: rule.fired, 20, "the status PATCH is answered 503 Retry-After: 3")
+    await eventually(lambda: rule.fired, 20, "the status PATCH is answered 503 Retry-After: 8")
     await asyncio.sleep(0.3)
     stolen = await run.emulator.steal_lease()
     code = await run.exited(20)
@@ -523,8 +526,7 @@ async def a_start_that_cannot_sync_ends_the_manager(run: Run, api: str) -> None:
     error, and leaves the Lease to the others."""
     await run.emulator.put(captain("bad", size="big"))
     await run.start(api, "--cache-sync-timeout=4s")
-    await eventually(lambda: (run.emulator.lease() or {}).get("spec", {}).get("holderIdentity"), 20, "the Lease is taken")
-    check((await run.get("/readyz"))[0] == 503, "/readyz answers 503 while the cache cannot sync")
+    await eventually(lambda: _not_ready(run), 20, "/readyz answers 503 while the cache cannot sync")
     code = await run.exited(15)
     check(code != 0, f"the manager exits with an error, not {code}")
     logs = run.logs()
@@ -541,14 +543,15 @@ async def a_relist_that_cannot_sync_turns_readiness_off_and_ends_the_manager(run
     await run.emulator.put(captain("bad", size="big"))
     run.emulator.fault(watch_of_captains, run.emulator.gone, "410 Gone")
     run.emulator.cut_watches()
-    await eventually(lambda: _not_ready(run), 5, "/readyz turns 503 during the failing relist")
+    await eventually(lambda: _not_ready(run), 15, "/readyz turns 503 during the failing relist")
     code = await run.exited(15)
     check(code != 0, f"the manager exits with an error, not {code}")
     check("after a relist" in run.logs(), "the log says the relist did not sync")
 
 
 async def _not_ready(run: Run) -> bool:
-    return (await run.get("/readyz"))[0] == 503
+    code, body = await run.get("/readyz")
+    return code == 503 and "[-]ship-captain not ready" in body
 
 
 async def the_grace_ends_without_releasing_a_lease_with_a_write_in_flight(run: Run, api: str) -> None:
@@ -585,7 +588,7 @@ async def readiness_follows_a_broken_watch(run: Run, api: str) -> None:
     await run.leading()
     rule = run.emulator.fault(watch_of_captains, run.emulator.answer(500), "500", times=-1)
     run.emulator.cut_watches()
-    await eventually(lambda: _not_ready(run), 10, "/readyz turns 503 while the watch fails")
+    await eventually(lambda: _not_ready(run), 30, "/readyz turns 503 while the watch fails (after 10 s)")
     rule.times = 0
     await eventually(run.is_ready, 40, "/readyz answers 200 once the watch is back")
 
@@ -624,42 +627,20 @@ async def a_dropped_connection_is_retried_by_the_reconcile(run: Run, api: str) -
 
 
 async def a_leader_whose_api_server_hangs_steps_down_at_the_renew_deadline(run: Run, api: str) -> None:
-    """Held: every Lease request hangs: the leader gives up at its renew deadline, exits with
-    an error, and writes nothing after."""
+    """Held: every Lease request hangs while a status write is retried every second: the
+    leader gives up at its renew deadline, exits with an error, and writes nothing after."""
     await run.start(api)
     await run.leading()
+    retrying = run.emulator.fault(status_patch, run.emulator.answer(503, {"Retry-After": "1"}), "503 Retry-After: 1",
+                                  times=-1)
+    await run.emulator.put(captain("c-0"))
+    await eventually(lambda: len(retrying.fired) >= 2, 20, "the status PATCH is being retried")
     hung = time.monotonic()
     run.emulator.fault(lambda e: e.plural == "leases", run.emulator.hang, "hang", times=-1)
     code = await run.exited(10)
     check(code != 0, "the leader exits with an error")
-    late = [e for e in run.writes_since(hung + 2.5)]
-    check(not late, f"writes after the renew deadline: {late}")
-
-
-def pending_objects(count: int):
-    async def case(run: Run, api: str) -> None:
-        for i in range(count):
-            await run.emulator.put(captain(f"c-{i}"))
-        await run.start(api)
-        started = time.monotonic()
-        peak_fds = peak_rss = 0
-
-        def done() -> bool:
-            nonlocal peak_fds, peak_rss
-            peak_fds = max(peak_fds, run.open_fds())
-            peak_rss = max(peak_rss, run.peak_rss())
-            return run.emulator.reconciled() == count
-        try:
-            await eventually(done, 30 + count / 20, f"every one of {count} objects is reconciled", step=0.5)
-        finally:
-            peak_rss = max(peak_rss, run.peak_rss())
-            print(f"   {count} objects: {run.emulator.reconciled()} reconciled in {time.monotonic() - started:.1f} s, "
-                  f"peak RSS {peak_rss / 1024:.1f} MiB, peak open descriptors {peak_fds}")
-        check(peak_rss < 128 * 1024, f"peak RSS {peak_rss / 1024:.1f} MiB within the 128 Mi limit")
-    case.timeout = 60 + count / 15
-    case.__name__ = f"{count}_pending_objects_fit_within_128_mib"
-    case.__doc__ = f"{count} objects present at start are reconciled within the manager's 128 Mi."
-    return case
+    late = run.writes_since(hung + 2.5)
+    check(not late, f"writes after the renew deadline: {[(e.method, e.plural, e.subresource) for e in late]}")
 
 
 async def a_bookmark_moves_the_next_watch(run: Run, api: str) -> None:
@@ -693,7 +674,7 @@ async def memory_stays_flat_over_relists(run: Run, api: str) -> None:
     await run.leading()
     await eventually(lambda: run.emulator.reconciled() == 2000, 120, "every one of 2,000 objects is reconciled", step=0.5)
     peaks = []
-    relists = int(os.environ.get("FAULTS_RELISTS", "20"))
+    relists = max(10, int(os.environ.get("FAULTS_RELISTS", "20")))
     for relist in range(relists):
         lists = len([e for e in run.emulator.log if list_of_captains(e)])
         run.emulator.fault(watch_of_captains, run.emulator.gone, "410 Gone")

@@ -135,7 +135,8 @@ pub struct Leadership {
 /// the process, even where they race the elector that is about to notice the loss.
 #[derive(Debug, Clone)]
 pub struct Fence {
-    until: Arc<Mutex<Instant>>,
+    /// Open until this instant, unless closed for good.
+    until: Arc<Mutex<(Instant, bool)>>,
     /// Woken when the fence is closed early.
     closing: Arc<tokio::sync::Notify>,
 }
@@ -144,20 +145,22 @@ impl Fence {
     /// A fence open until `until`.
     pub fn new(until: Instant) -> Self {
         Self {
-            until: Arc::new(Mutex::new(until)),
+            until: Arc::new(Mutex::new((until, false))),
             closing: Arc::default(),
         }
     }
 
-    /// Keeps the fence open until `until`, if that is later.
+    /// Keeps the fence open until `until`, if that is later, unless it was closed.
     pub fn extend(&self, until: Instant) {
         let mut current = self.until.lock().unwrap_or_else(PoisonError::into_inner);
-        *current = (*current).max(until);
+        if !current.1 {
+            current.0 = current.0.max(until);
+        }
     }
 
-    /// Closes the fence now.
+    /// Closes the fence now, for good: no later [`Fence::extend`] opens it again.
     pub fn close(&self) {
-        *self.until.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        *self.until.lock().unwrap_or_else(PoisonError::into_inner) = (Instant::now(), true);
         self.closing.notify_waiters();
     }
 
@@ -167,7 +170,7 @@ impl Fence {
     }
 
     fn until(&self) -> Instant {
-        *self.until.lock().unwrap_or_else(PoisonError::into_inner)
+        self.until.lock().unwrap_or_else(PoisonError::into_inner).0
     }
 
     /// Finishes when the fence closes: at its time, unless extended meanwhile, or when
@@ -881,6 +884,27 @@ pub(crate) mod tests {
             sent.is_err(),
             "a request left the process behind a closed fence"
         );
+    }
+
+    #[test]
+    fn a_closed_fence_stays_closed() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let fence = Fence::new(Instant::now() + Duration::from_secs(10));
+            fence.extend(Instant::now() + Duration::from_secs(20));
+            tokio::time::advance(Duration::from_secs(15)).await;
+            assert!(fence.is_open(), "extended to 20 s");
+            fence.close();
+            fence.extend(Instant::now() + Duration::from_secs(60));
+            assert!(
+                !fence.is_open(),
+                "a late renewal does not reopen a closed fence"
+            );
+        });
     }
 
     #[tokio::test(start_paused = true)]

@@ -79,6 +79,7 @@ const DEPENDENCIES: &[&str] = &[
     "axum",
     "base64",
     "clap",
+    "form-urlencoded",
     "futures",
     "http",
     "http-body",

@@ -201,15 +201,26 @@ struct WatchState {
 }
 
 impl Watches {
+    /// The key of the watches of the resource at `path` (an `Api`'s `resource_url`) with these
+    /// selectors (a `watcher::Config`'s), for [`Watches::failing`].
+    pub fn key(path: &str, label_selector: Option<&str>, field_selector: Option<&str>) -> String {
+        format!(
+            "{path}?labelSelector={}&fieldSelector={}",
+            label_selector.unwrap_or_default(),
+            field_selector.unwrap_or_default()
+        )
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, WatchState>> {
         self.paths.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Whether the watch of `path` is down: its last watch failed and none was established
-    /// since. `None` while it never failed, with the reason of the failure otherwise.
-    pub fn failing(&self, path: &str) -> Option<String> {
+    /// Whether the watch of `key` ([`Watches::key`]) is down: its last watch failed and none
+    /// was established since. `None` while it never failed, with the reason of the failure
+    /// otherwise.
+    pub fn failing(&self, key: &str) -> Option<String> {
         let paths = self.lock();
-        let state = paths.get(path)?;
+        let state = paths.get(key)?;
         (!state.established && state.failures > 0).then(|| state.error.clone().unwrap_or_default())
     }
 
@@ -349,45 +360,52 @@ impl Guard {
             request.method().as_str().to_owned()
         };
         let path = request.uri().path().to_owned();
-        if watch && let Some(next) = self.watches.next(&path) {
+        let key = watch.then(|| watch_key(&request));
+        if let Some(key) = &key
+            && let Some(next) = self.watches.next(key)
+        {
             let delay = next.saturating_duration_since(Instant::now());
             if !delay.is_zero() {
                 self.wait(delay).await?;
             }
         }
+        // One deadline for the request, its retries included, as client-go's.
+        let deadline = Instant::now() + self.policy.timeout;
+        let timed_out = || RequestTimedOut {
+            method: method.clone(),
+            path: path.clone(),
+            timeout: self.policy.timeout,
+        };
         let mut retries = 0;
         loop {
             let spare = (retries < self.policy.max_retries)
                 .then(|| clone_request(&request))
                 .flatten();
-            self.check_fence()?;
             let started = Instant::now();
-            let sent =
-                tokio::time::timeout(self.policy.timeout, self.transport.send(request)).await;
+            let sent = self.attempt(request, deadline).await;
             let response = match sent {
-                Ok(Ok(response)) => response,
-                Ok(Err(error)) => {
+                Attempt::Answered(response) => response,
+                Attempt::Failed(error) => {
                     self.metrics.count(&method, "<error>");
-                    if watch {
-                        self.watches.failed(&path, error.to_string());
+                    if let Some(key) = &key {
+                        self.watches.failed(key, error.to_string());
                     }
-                    return Err(Box::new(error));
+                    return Err(error);
                 }
-                Err(_) => {
+                Attempt::Fenced => return Err(Box::new(FenceClosed)),
+                Attempt::TimedOut => {
                     self.metrics.count(&method, "<timeout>");
-                    let error = RequestTimedOut {
-                        method,
-                        path: path.clone(),
-                        timeout: self.policy.timeout,
-                    };
-                    if watch {
-                        self.watches.failed(&path, error.to_string());
+                    let error = timed_out();
+                    if let Some(key) = &key {
+                        self.watches.failed(key, error.to_string());
                     }
                     return Err(Box::new(error));
                 }
             };
             self.metrics.count(&method, response.status().as_str());
-            if let (Some(delay), Some(next)) = (self.retry_after(&response), spare) {
+            if let (Some(delay), Some(next)) = (self.retry_after(&response), spare)
+                && Instant::now() + delay < deadline
+            {
                 retries += 1;
                 tracing::debug!(
                     %method, path, code = response.status().as_u16(), ?delay, retries,
@@ -398,30 +416,26 @@ impl Guard {
                 request = next;
                 continue;
             }
-            if watch && !response.status().is_success() {
-                self.watches
-                    .failed(&path, format!("answered {}", response.status()));
-            }
-            let tracker = (watch && response.status().is_success()).then(|| {
-                self.watches.established(&path);
-                WatchTracker {
-                    watches: self.watches.clone(),
-                    path: path.clone(),
-                    started,
-                    delivered: false,
-                    done: false,
+            let tracker = match &key {
+                Some(key) if response.status().is_success() => {
+                    self.watches.established(key);
+                    Some(WatchTracker {
+                        watches: self.watches.clone(),
+                        key: key.clone(),
+                        started,
+                        delivered: false,
+                        done: false,
+                    })
                 }
-            });
-            let deadline = (!watch).then(|| {
-                (
-                    Box::pin(tokio::time::sleep_until(started + self.policy.timeout)),
-                    RequestTimedOut {
-                        method: method.clone(),
-                        path: path.clone(),
-                        timeout: self.policy.timeout,
-                    },
-                )
-            });
+                Some(key) => {
+                    self.watches
+                        .failed(key, format!("answered {}", response.status()));
+                    None
+                }
+                None => None,
+            };
+            let deadline =
+                (!watch).then(|| (Box::pin(tokio::time::sleep_until(deadline)), timed_out()));
             return Ok(response.map(|body| Answer {
                 body,
                 deadline,
@@ -429,6 +443,52 @@ impl Guard {
             }));
         }
     }
+
+    /// Sends `request` once: the fence must be open when it is sent and until its answer's
+    /// headers arrive (a request still being connected when it closes is abandoned), and the
+    /// headers must come before `deadline`.
+    async fn attempt(&self, request: Request<Body>, deadline: Instant) -> Attempt {
+        if self.check_fence().is_err() {
+            return Attempt::Fenced;
+        }
+        let sending = tokio::time::timeout_at(deadline, self.transport.send(request));
+        let sent = match &self.fence {
+            Some(fence) => tokio::select! {
+                sent = sending => sent,
+                () = fence.closed() => return Attempt::Fenced,
+            },
+            None => sending.await,
+        };
+        match sent {
+            Ok(Ok(response)) => Attempt::Answered(response),
+            Ok(Err(error)) => Attempt::Failed(Box::new(error)),
+            Err(_) => Attempt::TimedOut,
+        }
+    }
+}
+
+/// How one attempt of a request ended.
+enum Attempt {
+    Answered(Response<Body>),
+    Failed(tower::BoxError),
+    Fenced,
+    TimedOut,
+}
+
+/// What tells the watches of one resource from others: the path, and the label and field
+/// selectors, decoded.
+fn watch_key<B>(request: &Request<B>) -> String {
+    let query = request.uri().query().unwrap_or_default();
+    let mut labels = None;
+    let mut fields = None;
+    for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+        match name.as_ref() {
+            "labelSelector" => labels = Some(value.into_owned()),
+            "fieldSelector" => fields = Some(value.into_owned()),
+            _ => {}
+        }
+    }
+    Watches::key(request.uri().path(), labels.as_deref(), fields.as_deref())
 }
 
 /// Whether `request` is a watch (`?watch=true`).
@@ -455,7 +515,7 @@ fn clone_request(request: &Request<Body>) -> Option<Request<Body>> {
 /// Follows a watch's answer to tell a watch that lasted from one that failed.
 struct WatchTracker {
     watches: Arc<Watches>,
-    path: String,
+    key: String,
     started: Instant,
     delivered: bool,
     done: bool,
@@ -469,7 +529,7 @@ impl WatchTracker {
         self.done = true;
         let lasted = self.started.elapsed() >= MIN_WATCH_DURATION;
         if self.delivered || (lasted && error.is_none()) {
-            self.watches.lasted(&self.path);
+            self.watches.lasted(&self.key);
         } else {
             let why = error.unwrap_or_else(|| {
                 format!(
@@ -477,7 +537,7 @@ impl WatchTracker {
                     self.started.elapsed()
                 )
             });
-            self.watches.failed(&self.path, why);
+            self.watches.failed(&self.key, why);
         }
     }
 }
@@ -507,19 +567,22 @@ impl HttpBody for Answer {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = &mut *self;
+        // The deadline first: a body that always has more ready would never give it a turn.
+        // The clock is read, not only the timer: a timer fires only when the runtime gets a
+        // turn, which a read that never waits does not give it.
+        if let Some((deadline, error)) = &mut this.deadline
+            && (Instant::now() >= deadline.deadline() || deadline.as_mut().poll(cx).is_ready())
+        {
+            let error = RequestTimedOut {
+                method: error.method.clone(),
+                path: error.path.clone(),
+                timeout: error.timeout,
+            };
+            this.deadline = None;
+            return Poll::Ready(Some(Err(Box::new(error))));
+        }
         let polled = Pin::new(&mut this.body).poll_frame(cx);
         if polled.is_pending() {
-            if let Some((deadline, error)) = &mut this.deadline
-                && deadline.as_mut().poll(cx).is_ready()
-            {
-                let error = RequestTimedOut {
-                    method: error.method.clone(),
-                    path: error.path.clone(),
-                    timeout: error.timeout,
-                };
-                this.deadline = None;
-                return Poll::Ready(Some(Err(Box::new(error))));
-            }
             return Poll::Pending;
         }
         if let Some(tracker) = &mut this.tracker {
@@ -718,12 +781,71 @@ mod tests {
         let (api, mut server, _, _) = guarded(|guard| guard.fence(fence.clone()));
         let getting = tokio::spawn(async move { api.get("my-operator").await });
         let (_, send) = next(&mut server, Method::GET, PATH).await;
+        let answered = Instant::now();
         answer(send, 503, Some("8"));
-        // The elector renews meanwhile.
+        // The elector renews during the wait, which already started.
+        tokio::time::sleep(Duration::from_secs(2)).await;
         fence.extend(Instant::now() + Duration::from_secs(20));
         let (_, send) = next(&mut server, Method::GET, PATH).await;
+        assert_eq!(answered.elapsed(), Duration::from_secs(8));
         respond(send, 200, &renewed());
         within(getting).await.unwrap().unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_timeout_covers_the_retries() {
+        let (api, mut server, _, _) = guarded(|guard| guard);
+        let started = Instant::now();
+        let getting = tokio::spawn(async move { api.get("my-operator").await });
+        // Waits of 10 s: sent at 0, 10 and 20 s; the next would be due at the deadline.
+        for _ in 0..3 {
+            let (_, send) = next(&mut server, Method::GET, PATH).await;
+            answer(send, 503, Some("10"));
+        }
+        let error = within(getting).await.unwrap().unwrap_err();
+        assert!(
+            matches!(&error, kube::Error::Api(status) if status.code == 503),
+            "{error}"
+        );
+        assert_eq!(started.elapsed(), Duration::from_secs(20));
+        assert_no_request(&mut server, Duration::from_secs(3600)).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_still_unanswered_when_the_fence_closes_is_abandoned() {
+        let fence = Fence::new(Instant::now() + Duration::from_secs(60));
+        let (api, mut server, _, _) = guarded(|guard| guard.fence(fence.clone()));
+        let getting = tokio::spawn(async move { api.get("my-operator").await });
+        let (_request, _send) = server.next_request().await.unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let closed = Instant::now();
+        fence.close();
+        let error = within(getting).await.unwrap().unwrap_err();
+        assert_eq!(closed.elapsed(), Duration::ZERO);
+        assert!(error.to_string().contains("may no longer lead"), "{error}");
+    }
+
+    #[test]
+    fn watches_are_told_apart_by_their_selectors() {
+        let key = |uri: &str| watch_key(&Request::get(uri).body(()).unwrap());
+        assert_eq!(
+            key(
+                "/api/v1/pods?watch=true&labelSelector=app%3Dweb%2Ctier+in+%28a%29&resourceVersion=7"
+            ),
+            Watches::key("/api/v1/pods", Some("app=web,tier in (a)"), None)
+        );
+        assert_eq!(
+            key("/api/v1/pods?fieldSelector=metadata.name%3Dp&watch=true"),
+            Watches::key("/api/v1/pods", None, Some("metadata.name=p"))
+        );
+        assert_ne!(
+            key("/api/v1/pods?watch=true"),
+            key("/api/v1/pods?watch=true&labelSelector=a")
+        );
+        assert_ne!(
+            key("/api/v1/pods?watch=true"),
+            key("/api/v1/secrets?watch=true")
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -802,6 +924,49 @@ mod tests {
         drop(frames);
     }
 
+    fn empty_frame() -> Result<Frame<Bytes>, std::io::Error> {
+        Ok(Frame::data(Bytes::new()))
+    }
+
+    #[test]
+    fn a_body_that_is_always_ready_still_fails_at_the_deadline() {
+        // A body with a frame ready at every poll never lets a deadline polled after it fire:
+        // the read would spin for ever. It runs on a thread of its own, so that such a spin
+        // fails this test instead of hanging it.
+        type Endless = http_body_util::StreamBody<
+            futures::stream::RepeatWith<fn() -> Result<Frame<Bytes>, std::io::Error>>,
+        >;
+        let (done, outcome) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let result = runtime.block_on(async {
+                let (service, mut server) = mock::pair::<Request<Body>, Response<Endless>>();
+                let policy = RequestPolicy {
+                    timeout: Duration::from_millis(300),
+                    ..RequestPolicy::default()
+                };
+                let guard = Guard::new(Client::new(service, "operators"), policy);
+                tokio::spawn(async move {
+                    let (_, send) = server.next_request().await.unwrap();
+                    let frames: fn() -> Result<Frame<Bytes>, std::io::Error> = empty_frame;
+                    send.send_response(Response::new(http_body_util::StreamBody::new(
+                        futures::stream::repeat_with(frames),
+                    )));
+                });
+                read_all(&guard, PATH).await.unwrap()
+            });
+            let _ = done.send(result);
+        });
+        let result = outcome
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the read ended within 10 s");
+        let error = result.unwrap_err();
+        assert!(error.contains("did not answer GET"), "{error}");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_watch_body_has_no_deadline() {
         let (guard, mut server) = streaming(Arc::default());
@@ -820,6 +985,10 @@ mod tests {
 
     const WATCH: &str = "/apis/learn.com/v1/things?watch=true&resourceVersion=7";
     const THINGS: &str = "/apis/learn.com/v1/things";
+
+    fn things() -> String {
+        Watches::key(THINGS, None, None)
+    }
 
     #[tokio::test(start_paused = true)]
     async fn watches_that_end_at_once_without_an_event_back_off_as_client_go_does() {
@@ -852,11 +1021,11 @@ mod tests {
         );
         assert!(
             watches
-                .failing(THINGS)
+                .failing(&things())
                 .unwrap()
                 .contains("without an event"),
             "{:?}",
-            watches.failing(THINGS)
+            watches.failing(&things())
         );
     }
 
@@ -869,12 +1038,12 @@ mod tests {
             drop(stream_answer(&mut server).await);
             within(reading).await.unwrap().unwrap();
         }
-        assert!(watches.failing(THINGS).is_some());
+        assert!(watches.failing(&things()).is_some());
         let reading = read_all(&guard, WATCH);
         let (_, mut frames) = stream_answer(&mut server).await;
         tokio::time::sleep(Duration::from_millis(1)).await;
         assert_eq!(
-            watches.failing(THINGS),
+            watches.failing(&things()),
             None,
             "an answered watch is established"
         );
@@ -909,7 +1078,7 @@ mod tests {
             .try_send(Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof)))
             .unwrap();
         within(reading).await.unwrap().unwrap_err();
-        assert!(watches.failing(THINGS).is_some(), "a cut watch is down");
+        assert!(watches.failing(&things()).is_some(), "a cut watch is down");
         let ended = Instant::now();
         let reading = read_all(&guard, WATCH);
         drop(stream_answer(&mut server).await);
@@ -926,7 +1095,7 @@ mod tests {
         tokio::time::sleep(MIN_WATCH_DURATION).await;
         drop(frames);
         within(reading).await.unwrap().unwrap();
-        assert_eq!(watches.failing(THINGS), None);
+        assert_eq!(watches.failing(&things()), None);
         let ended = Instant::now();
         let reading = read_all(&guard, WATCH);
         drop(stream_answer(&mut server).await);
@@ -948,7 +1117,7 @@ mod tests {
         drop(_frames);
         within(reading).await.unwrap().unwrap();
         assert_eq!(
-            watches.failing(THINGS).as_deref(),
+            watches.failing(&things()).as_deref(),
             Some("answered 500 Internal Server Error")
         );
         let listed = Instant::now();

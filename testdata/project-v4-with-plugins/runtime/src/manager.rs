@@ -482,6 +482,8 @@ impl Manager {
             );
             return stopped.result;
         }
+        // Nothing a controller left behind (a task it spawned) writes once the Lease is given up.
+        fence.close();
         match elector.release().await {
             Ok(true) => tracing::info!("released the leader election Lease {lease}"),
             Ok(false) => {}

@@ -293,6 +293,11 @@ where
         let name = self.name;
         let kind = K::kind(&()).into_owned();
         let path = self.api.resource_url().to_owned();
+        let watch_key = Watches::key(
+            &path,
+            self.watcher.label_selector.as_deref(),
+            self.watcher.field_selector.as_deref(),
+        );
         let (reader, writer) = reflector::store();
         let sync = Arc::new(Mutex::new(CacheSync {
             listing_since: Some(Instant::now()),
@@ -327,9 +332,11 @@ where
             .applied_objects()
             .inspect_ok(move |object: &K| {
                 let mut pending = lock(&queued);
-                pending.insert(ObjectRef::from_obj(object));
-                metrics.queue.add(name);
-                metrics.queue.set_depth(name, pending.len());
+                // Added once while it waits, as client-go's queue counts.
+                if pending.insert(ObjectRef::from_obj(object)) {
+                    metrics.queue.add(name);
+                    metrics.queue.set_depth(name, pending.len());
+                }
             });
         let concurrency = self
             .concurrency
@@ -376,6 +383,7 @@ where
             name,
             kind,
             path,
+            watch_key,
             timeout: manager.cache_sync_timeout,
             sync: sync.clone(),
             watches: manager.watches.clone(),
@@ -420,6 +428,7 @@ struct Watching {
     name: &'static str,
     kind: String,
     path: String,
+    watch_key: String,
     timeout: Duration,
     sync: Arc<Mutex<CacheSync>>,
     watches: Arc<Watches>,
@@ -429,7 +438,11 @@ struct Watching {
 impl Watching {
     /// Runs until the cache failed to sync within the timeout, which it returns.
     async fn watch(self) -> anyhow::Error {
+        // A blip (a watch reopened, a quick relist) does not take the pod out of its Services,
+        // and the webhooks it serves with it: readiness turns off once it lasted this long.
+        let grace = NOT_READY_AFTER.min(self.timeout / 2);
         let mut was_ready = false;
+        let mut down_since: Option<Instant> = None;
         loop {
             tokio::time::sleep(WATCH_CHECK_INTERVAL).await;
             let (synced, listing_since, error) = {
@@ -450,21 +463,34 @@ impl Watching {
                 tracing::error!(controller = self.name, "{error:#}");
                 return error;
             }
-            let failing = self.watches.failing(&self.path);
-            let ready = synced && listing_since.is_none() && failing.is_none();
-            if ready && !was_ready {
-                self.ready.ready();
-            } else if !ready && synced {
-                let reason = match (&failing, listing_since) {
-                    (Some(why), _) => format!("the watch of {} is down: {why}", self.kind),
-                    (None, _) => format!("the cache of {} is relisting", self.kind),
+            if !synced {
+                continue;
+            }
+            let failing = self.watches.failing(&self.watch_key);
+            if listing_since.is_none() && failing.is_none() {
+                down_since = None;
+                if !was_ready {
+                    self.ready.ready();
+                    was_ready = true;
+                }
+                continue;
+            }
+            let since = *down_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= grace {
+                let reason = match &failing {
+                    Some(why) => format!("the watch of {} is down: {why}", self.kind),
+                    None => format!("the cache of {} is relisting", self.kind),
                 };
                 self.ready.not_ready(&reason);
+                was_ready = false;
             }
-            was_ready = ready;
         }
     }
 }
+
+/// How long a controller's cache may relist, or its watch be down, before `/readyz` fails;
+/// at most half the cache-sync timeout.
+pub const NOT_READY_AFTER: Duration = Duration::from_secs(10);
 
 /// What the runner keeps around the project's context.
 struct State<K: Resource<DynamicType = ()>, Ctx> {
@@ -1381,6 +1407,12 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(5)).await;
         assert_eq!(
             health.readiness().0,
+            200,
+            "a short relist keeps the controller ready"
+        );
+        tokio::time::sleep(NOT_READY_AFTER).await;
+        assert_eq!(
+            health.readiness().0,
             503,
             "not ready while the relist fails"
         );
@@ -1420,15 +1452,23 @@ mod tests {
             }
         })
         .await;
-        watches.failed(CONFIG_MAPS, "connection reset".into());
+        let key = Watches::key(CONFIG_MAPS, None, None);
+        watches.failed(&key, "connection reset".into());
         tokio::time::sleep(WATCH_CHECK_INTERVAL * 2).await;
+        assert_eq!(
+            health.readiness().0,
+            200,
+            "a blip keeps the controller ready"
+        );
+        tokio::time::sleep(NOT_READY_AFTER).await;
         let (code, body) = health.readiness();
         assert_eq!(code, 503, "{body}");
+        assert!(body.contains("[-]test not ready"), "{body}");
         watches.failed(
-            "/api/v1/namespaces/default/secrets",
-            "another resource".into(),
+            &Watches::key(CONFIG_MAPS, Some("app=other"), None),
+            "another watch".into(),
         );
-        watches.established(CONFIG_MAPS);
+        watches.established(&key);
         tokio::time::sleep(WATCH_CHECK_INTERVAL * 2).await;
         assert_eq!(
             health.readiness().0,
