@@ -1484,13 +1484,27 @@ mod tests {
     async fn an_object_deleted_before_its_turn_leaves_the_queue() {
         let (service, server) =
             mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
-        let mut deleted = config_map("b");
-        deleted["metadata"]["resourceVersion"] = json!("8");
-        let event = format!("{}\n", json!({"type": "DELETED", "object": deleted})).into_bytes();
+        // Both are deleted while the first reconcile runs (which one is first is the
+        // scheduler's choice): the other is gone from the cache before its turn.
+        let mut event = Vec::new();
+        for (name, version) in [("a", "8"), ("b", "9")] {
+            let mut deleted = config_map(name);
+            deleted["metadata"]["resourceVersion"] = json!(version);
+            event.extend(
+                format!("{}\n", json!({"type": "DELETED", "object": deleted})).into_bytes(),
+            );
+        }
+        let sent = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let told = sent.clone();
         let serving = tokio::spawn(serve(
             server,
             |_| listed(vec![config_map("a"), config_map("b")]),
-            move |n| (n == 0).then(|| event.clone()),
+            move |n| {
+                (n == 0).then(|| {
+                    told.store(true, std::sync::atomic::Ordering::SeqCst);
+                    event.clone()
+                })
+            },
         ));
         let (health, shutdown) = (
             crate::health::Health::default(),
@@ -1499,15 +1513,24 @@ mod tests {
         let manager = context_of(service, &health, &shutdown);
         let metrics = manager.metrics.clone();
         let api: Api<ConfigMap> = manager.api();
-        let reconciled = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let reconcile = |object: Arc<ConfigMap>, seen: Arc<std::sync::Mutex<Vec<String>>>| async move {
-            seen.lock()
+        type Seen = Arc<(
+            std::sync::Mutex<Vec<String>>,
+            Arc<std::sync::atomic::AtomicBool>,
+        )>;
+        let seen: Seen = Arc::new((std::sync::Mutex::default(), sent));
+        // The first reconcile lasts until the deletions were sent, and 2 s more.
+        let reconcile = |object: Arc<ConfigMap>, seen: Seen| async move {
+            seen.0
+                .lock()
                 .unwrap()
                 .push(object.metadata.name.clone().unwrap());
+            while !seen.1.load(std::sync::atomic::Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
             tokio::time::sleep(Duration::from_secs(2)).await;
             Ok::<_, Failed>(Action::await_change())
         };
-        let context = reconciled.clone();
+        let context = seen.clone();
         let running = tokio::spawn(async move {
             Runner::new("test", api)
                 .concurrency(1)
@@ -1525,12 +1548,8 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(5)).await;
         })
         .await;
-        assert_eq!(
-            reconciled.lock().unwrap().len(),
-            1,
-            "{:?}",
-            reconciled.lock().unwrap()
-        );
+        let reconciled = seen.0.lock().unwrap().clone();
+        assert_eq!(reconciled.len(), 1, "{reconciled:?}");
         let encoded = metrics.encode();
         assert!(
             encoded
