@@ -693,6 +693,19 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn the_controllers_requests_time_out_at_the_flags_timeout() {
+        let (manager, mut server) = manager_with(&["--api-request-timeout=2s"]);
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(manager.guard().client(), "default");
+        let started = Instant::now();
+        let getting = tokio::spawn(async move { api.get("cm").await });
+        let _unanswered = server.next_request().await.unwrap();
+        let error = crate::testing::within(getting).await.unwrap().unwrap_err();
+        assert_eq!(started.elapsed(), Duration::from_secs(2), "{error}");
+        assert!(error.to_string().contains("within 2s"), "{error}");
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn the_first_signal_shuts_down_and_the_second_exits_with_status_1() {
         let (signals, received) = futures::channel::mpsc::unbounded();
         let token = CancellationToken::new();

@@ -299,10 +299,9 @@ where
             self.watcher.field_selector.as_deref(),
         );
         let (reader, writer) = reflector::store();
-        let sync = Arc::new(Mutex::new(CacheSync {
-            listing_since: Some(Instant::now()),
-            ..CacheSync::default()
-        }));
+        // The watcher's first step is an `Init`, before its first list: the cache's sync
+        // timeout counts from there.
+        let sync = Arc::new(Mutex::new(CacheSync::default()));
         let pending = Arc::new(Mutex::new(HashSet::new()));
         let (seen, queued) = (sync.clone(), pending.clone());
         let (ready, metrics, gone) = (
@@ -369,11 +368,13 @@ where
             )
             .for_each(move |result| {
                 if let Err(controller::Error::ObjectNotFound(object)) = &result {
+                    let mut key = ObjectRef::<K>::new(&object.name);
+                    if let Some(namespace) = &object.namespace {
+                        key = key.within(namespace);
+                    }
                     let mut pending = lock(&pending);
                     // Deleted before its turn: it leaves the queue without a reconcile.
-                    pending.retain(|queued| {
-                        queued.name != object.name || queued.namespace != object.namespace
-                    });
+                    pending.remove(&key);
                     gone.queue.set_depth(name, pending.len());
                 }
                 async move { report(name, &result) }
@@ -593,10 +594,12 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hyper::body::Bytes;
     use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::Client;
     use serde_json::json;
+    use std::convert::Infallible;
     use tower_test::mock;
 
     type ApiServer =
@@ -1080,6 +1083,7 @@ mod tests {
             "controller_runtime_reconcile_total{controller=\"test\",result=\"error\"} 1",
             "controller_runtime_reconcile_total{controller=\"test\",result=\"success\"} 1",
             "controller_runtime_reconcile_time_seconds_count{controller=\"test\"} 2",
+            "workqueue_retries_total{name=\"test\"} 1",
         ] {
             assert!(
                 encoded.lines().any(|l| l == line),
@@ -1208,9 +1212,17 @@ mod tests {
         health: &crate::health::Health,
         shutdown: &tokio_util::sync::CancellationToken,
     ) -> ControllerContext {
+        context_with(Client::new(service, "default"), health, shutdown)
+    }
+
+    fn context_with(
+        client: Client,
+        health: &crate::health::Health,
+        shutdown: &tokio_util::sync::CancellationToken,
+    ) -> ControllerContext {
         ControllerContext {
             name: "test",
-            client: Client::new(service, "default"),
+            client,
             metrics: Arc::default(),
             ready: health.readiness_check("test"),
             shutdown: shutdown.clone(),
@@ -1256,18 +1268,25 @@ mod tests {
                 .run(manager, reconcile, context)
                 .await
         });
+        let mut depths = std::collections::BTreeSet::new();
         crate::testing::within(async {
             while counts.lock().unwrap().2 < 20 {
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                let depth = metrics.encode();
-                assert!(
-                    !depth.contains("workqueue_depth{name=\"test\"} 20"),
-                    "every object left the queue at once"
-                );
+                let encoded = metrics.encode();
+                let depth = encoded
+                    .lines()
+                    .find_map(|l| l.strip_prefix("workqueue_depth{name=\"test\"} "))
+                    .map(|d| d.parse::<u32>().unwrap());
+                depths.extend(depth);
             }
         })
         .await;
         assert_eq!(counts.lock().unwrap().1, 3, "at most 3 reconciles at once");
+        // 20 queued, 3 at a time: the queue empties by threes.
+        assert!(
+            depths.is_superset(&[17, 14, 11, 8, 5, 2].into()),
+            "the depths seen: {depths:?}"
+        );
         let encoded = metrics.encode();
         for line in [
             "workqueue_adds_total{name=\"test\"} 20",
@@ -1481,16 +1500,128 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_short_cache_sync_timeout_shortens_the_grace_before_unready() {
+        let (service, server) =
+            mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+        let serving = tokio::spawn(serve(
+            server,
+            |_| listed(vec![config_map("good")]),
+            |_| None,
+        ));
+        let (health, shutdown) = (
+            crate::health::Health::default(),
+            tokio_util::sync::CancellationToken::new(),
+        );
+        let mut manager = context_of(service, &health, &shutdown);
+        // Half of it, 3 s, is shorter than NOT_READY_AFTER.
+        manager.cache_sync_timeout = Duration::from_secs(6);
+        let watches = manager.watches.clone();
+        let api: Api<ConfigMap> = manager.api();
+        let running = tokio::spawn(Runner::new("test", api).run(manager, never, Arc::new(())));
+        crate::testing::within(async {
+            while health.readiness().0 != 200 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await;
+        watches.failed(
+            &Watches::key(CONFIG_MAPS, None, None),
+            "connection reset".into(),
+        );
+        tokio::time::sleep(WATCH_CHECK_INTERVAL).await;
+        assert_eq!(
+            health.readiness().0,
+            200,
+            "a blip keeps the controller ready"
+        );
+        tokio::time::sleep(WATCH_CHECK_INTERVAL * 4).await;
+        assert_eq!(
+            health.readiness().0,
+            503,
+            "not ready after 3 s of a failed watch"
+        );
+        shutdown.cancel();
+        crate::testing::within(running).await.unwrap().unwrap();
+        serving.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_that_goes_silent_is_reopened_after_its_idle_timeout() {
+        // Answered, then silent with its connection alive: the request timeout does not cut
+        // a watch that was answered; the watcher's idle timeout (the server's 290 s, and 5 s)
+        // reopens it.
+        type Frames = futures::channel::mpsc::Sender<Result<http_body::Frame<Bytes>, Infallible>>;
+        type Streamed = http_body_util::StreamBody<
+            futures::channel::mpsc::Receiver<Result<http_body::Frame<Bytes>, Infallible>>,
+        >;
+        let (service, mut server) =
+            mock::pair::<http::Request<kube::client::Body>, http::Response<Streamed>>();
+        let (health, shutdown) = (
+            crate::health::Health::default(),
+            tokio_util::sync::CancellationToken::new(),
+        );
+        let manager = context_with(Client::new(service, "default"), &health, &shutdown);
+        let api: Api<ConfigMap> = manager.api();
+        let running = tokio::spawn(Runner::new("test", api).run(manager, never, Arc::new(())));
+        let (mut watches, mut silent): (Vec<Duration>, Vec<Frames>) = (Vec::new(), Vec::new());
+        let started = tokio::time::Instant::now();
+        while watches.len() < 2 {
+            let (request, send) =
+                tokio::time::timeout(Duration::from_secs(600), server.next_request())
+                    .await
+                    .expect("a request within 600 s")
+                    .unwrap();
+            let query = request.uri().query().unwrap_or_default().to_owned();
+            let (mut frames, body) = futures::channel::mpsc::channel(1);
+            if query.contains("watch=true") {
+                watches.push(started.elapsed());
+                silent.push(frames);
+            } else {
+                let items = if query == "&limit=1" {
+                    Vec::new()
+                } else {
+                    vec![config_map("good")]
+                };
+                let (_, list) = listed(items);
+                let bytes = Bytes::from(serde_json::to_vec(&list).unwrap());
+                frames.try_send(Ok(http_body::Frame::data(bytes))).unwrap();
+            }
+            send.send_response(http::Response::new(http_body_util::StreamBody::new(body)));
+        }
+        let silence = watches[1] - watches[0];
+        assert!(
+            silence >= Duration::from_secs(295) && silence < Duration::from_secs(300),
+            "the silent watch was reopened after {silence:?}"
+        );
+        shutdown.cancel();
+        crate::testing::within(running).await.unwrap().unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn an_object_deleted_before_its_turn_leaves_the_queue() {
         let (service, server) =
             mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
-        let mut deleted = config_map("b");
-        deleted["metadata"]["resourceVersion"] = json!("8");
-        let event = format!("{}\n", json!({"type": "DELETED", "object": deleted})).into_bytes();
+        // Both are deleted while the first reconcile runs (which one is first is the
+        // scheduler's choice): the other is gone from the cache before its turn.
+        let mut event = Vec::new();
+        for (name, version) in [("a", "8"), ("b", "9")] {
+            let mut deleted = config_map(name);
+            deleted["metadata"]["resourceVersion"] = json!(version);
+            event.extend(
+                format!("{}\n", json!({"type": "DELETED", "object": deleted})).into_bytes(),
+            );
+        }
+        let sent = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let told = sent.clone();
         let serving = tokio::spawn(serve(
             server,
             |_| listed(vec![config_map("a"), config_map("b")]),
-            move |n| (n == 0).then(|| event.clone()),
+            move |n| {
+                (n == 0).then(|| {
+                    told.store(true, std::sync::atomic::Ordering::SeqCst);
+                    event.clone()
+                })
+            },
         ));
         let (health, shutdown) = (
             crate::health::Health::default(),
@@ -1499,15 +1630,24 @@ mod tests {
         let manager = context_of(service, &health, &shutdown);
         let metrics = manager.metrics.clone();
         let api: Api<ConfigMap> = manager.api();
-        let reconciled = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let reconcile = |object: Arc<ConfigMap>, seen: Arc<std::sync::Mutex<Vec<String>>>| async move {
-            seen.lock()
+        type Seen = Arc<(
+            std::sync::Mutex<Vec<String>>,
+            Arc<std::sync::atomic::AtomicBool>,
+        )>;
+        let seen: Seen = Arc::new((std::sync::Mutex::default(), sent));
+        // The first reconcile lasts until the deletions were sent, and 2 s more.
+        let reconcile = |object: Arc<ConfigMap>, seen: Seen| async move {
+            seen.0
+                .lock()
                 .unwrap()
                 .push(object.metadata.name.clone().unwrap());
+            while !seen.1.load(std::sync::atomic::Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
             tokio::time::sleep(Duration::from_secs(2)).await;
             Ok::<_, Failed>(Action::await_change())
         };
-        let context = reconciled.clone();
+        let context = seen.clone();
         let running = tokio::spawn(async move {
             Runner::new("test", api)
                 .concurrency(1)
@@ -1525,12 +1665,8 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(5)).await;
         })
         .await;
-        assert_eq!(
-            reconciled.lock().unwrap().len(),
-            1,
-            "{:?}",
-            reconciled.lock().unwrap()
-        );
+        let reconciled = seen.0.lock().unwrap().clone();
+        assert_eq!(reconciled.len(), 1, "{reconciled:?}");
         let encoded = metrics.encode();
         assert!(
             encoded

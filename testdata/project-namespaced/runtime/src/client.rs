@@ -48,6 +48,9 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(10);
 /// The TCP keepalive of the connections to the API server: a peer that vanished without a
 /// reset is noticed by the kernel instead of never.
 pub const KEEPALIVE: Duration = Duration::from_secs(30);
+/// The wait between the keepalive probes of an idle connection (9 unanswered ones, Linux's
+/// default count, end it: a vanished peer is noticed in 2 minutes, not in 11).
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
 /// How long connecting to the API server may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Idle connections kept per API server; more in use at once are closed once idle.
@@ -74,7 +77,7 @@ pub fn transport(mut config: kube::Config) -> anyhow::Result<Client> {
     let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
     http.enforce_http(false);
     http.set_keepalive(Some(KEEPALIVE));
-    http.set_keepalive_interval(Some(KEEPALIVE / 3));
+    http.set_keepalive_interval(Some(KEEPALIVE_INTERVAL));
     http.set_connect_timeout(Some(CONNECT_TIMEOUT));
     http.set_nodelay(true);
     let tls = config
@@ -216,12 +219,12 @@ impl Watches {
     }
 
     /// Whether the watch of `key` ([`Watches::key`]) is down: its last watch failed and none
-    /// was established since. `None` while it never failed, with the reason of the failure
-    /// otherwise.
+    /// was established or lasted since. `None` while it never failed, with the reason of the
+    /// failure otherwise.
     pub fn failing(&self, key: &str) -> Option<String> {
         let paths = self.lock();
         let state = paths.get(key)?;
-        (!state.established && state.failures > 0).then(|| state.error.clone().unwrap_or_default())
+        (!state.established).then(|| state.error.clone().unwrap_or_default())
     }
 
     /// When the next watch of `path` may start.
@@ -239,6 +242,7 @@ impl Watches {
         let state = paths.entry(path.to_owned()).or_default();
         state.failures = 0;
         state.next = None;
+        state.established = true;
     }
 
     /// A watch of `path` that failed: the next waits longer.
@@ -313,19 +317,14 @@ impl Guard {
         Client::new(service, namespace)
     }
 
-    fn check_fence(&self) -> Result<(), tower::BoxError> {
-        match &self.fence {
-            Some(fence) if !fence.is_open() => Err(Box::new(FenceClosed)),
-            _ => Ok(()),
-        }
-    }
-
     /// Waits `delay`, or until the fence closes, which is an error.
     async fn wait(&self, delay: Duration) -> Result<(), tower::BoxError> {
         match &self.fence {
+            // The fence first, when both are due: the next attempt would see it closed anyway.
             Some(fence) => tokio::select! {
-                () = tokio::time::sleep(delay) => self.check_fence(),
+                biased;
                 () = fence.closed() => Err(Box::new(FenceClosed)),
+                () = tokio::time::sleep(delay) => Ok(()),
             },
             None => {
                 tokio::time::sleep(delay).await;
@@ -448,14 +447,14 @@ impl Guard {
     /// headers arrive (a request still being connected when it closes is abandoned), and the
     /// headers must come before `deadline`.
     async fn attempt(&self, request: Request<Body>, deadline: Instant) -> Attempt {
-        if self.check_fence().is_err() {
-            return Attempt::Fenced;
-        }
         let sending = tokio::time::timeout_at(deadline, self.transport.send(request));
         let sent = match &self.fence {
+            // The fence first: a closed one is seen before the request is handed to the
+            // transport (whose buffer also drops a request its caller gave up).
             Some(fence) => tokio::select! {
-                sent = sending => sent,
+                biased;
                 () = fence.closed() => return Attempt::Fenced,
+                sent = sending => sent,
             },
             None => sending.await,
         };
@@ -1063,6 +1062,12 @@ mod tests {
             "no wait after a watch that delivered"
         );
         within(reading).await.unwrap().unwrap();
+        // That one failed at once: the first failure after a success waits the base again.
+        let ended = Instant::now();
+        let reading = read_all(&guard, WATCH);
+        drop(stream_answer(&mut server).await);
+        assert_eq!(ended.elapsed(), WATCH_BACKOFF_BASE);
+        within(reading).await.unwrap().unwrap();
     }
 
     #[tokio::test(start_paused = true)]
@@ -1078,7 +1083,8 @@ mod tests {
             .try_send(Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof)))
             .unwrap();
         within(reading).await.unwrap().unwrap_err();
-        assert!(watches.failing(&things()).is_some(), "a cut watch is down");
+        let failing = watches.failing(&things()).expect("a cut watch is down");
+        assert!(failing.contains("unexpected end of file"), "{failing}");
         let ended = Instant::now();
         let reading = read_all(&guard, WATCH);
         drop(stream_answer(&mut server).await);
@@ -1129,6 +1135,127 @@ mod tests {
             Duration::ZERO,
             "a list does not wait for the watch backoff"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_is_known_to_have_ended_when_its_body_ends_not_when_it_is_dropped() {
+        use http_body_util::BodyExt as _;
+        let watches = Arc::new(Watches::default());
+        let (guard, mut server) = streaming(watches.clone());
+        let sending = {
+            let guard = guard.clone();
+            tokio::spawn(async move {
+                let request = Request::get(WATCH).body(Body::from(Vec::new())).unwrap();
+                guard.send(request).await.map_err(|e| e.to_string())
+            })
+        };
+        let (_, frames) = stream_answer(&mut server).await;
+        let mut body = within(sending).await.unwrap().unwrap().into_body();
+        assert_eq!(watches.failing(&things()), None, "answered: established");
+        drop(frames);
+        assert!(within(body.frame()).await.is_none());
+        let failing = watches.failing(&things());
+        assert!(
+            failing
+                .as_deref()
+                .is_some_and(|f| f.contains("without an event")),
+            "{failing:?}"
+        );
+        drop(body);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_dropped_by_its_reader_at_once_is_a_failure() {
+        let watches = Arc::new(Watches::default());
+        let (guard, mut server) = streaming(watches.clone());
+        let sending = {
+            let guard = guard.clone();
+            tokio::spawn(async move {
+                let request = Request::get(WATCH).body(Body::from(Vec::new())).unwrap();
+                guard.send(request).await.map_err(|e| e.to_string())
+            })
+        };
+        let (_, _frames) = stream_answer(&mut server).await;
+        let answer = within(sending).await.unwrap().unwrap();
+        assert_eq!(watches.failing(&things()), None);
+        drop(answer);
+        assert!(
+            watches.failing(&things()).is_some(),
+            "cut short by its reader"
+        );
+        let dropped = Instant::now();
+        let reading = read_all(&guard, WATCH);
+        drop(stream_answer(&mut server).await);
+        assert_eq!(dropped.elapsed(), WATCH_BACKOFF_BASE);
+        within(reading).await.unwrap().unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_tells_its_size_and_its_end_as_its_body_does() {
+        use http_body_util::Full;
+        let (service, mut server) = mock::pair::<Request<Body>, Response<Full<Bytes>>>();
+        let guard = Guard::new(Client::new(service, "operators"), RequestPolicy::default());
+        for text in ["{}", ""] {
+            let sending = {
+                let guard = guard.clone();
+                tokio::spawn(async move {
+                    let request = Request::get(PATH).body(Body::from(Vec::new())).unwrap();
+                    guard.send(request).await.map_err(|e| e.to_string())
+                })
+            };
+            let (_, send) = within(server.next_request()).await.unwrap();
+            send.send_response(Response::new(Full::new(Bytes::from(text))));
+            let body = within(sending).await.unwrap().unwrap().into_body();
+            assert_eq!(body.size_hint().exact(), Some(text.len() as u64));
+            assert_eq!(body.is_end_stream(), text.is_empty(), "{text:?}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_once_the_fence_closed_is_never_sent() {
+        let fence = Fence::new(Instant::now() + Duration::from_secs(60));
+        fence.close();
+        let (api, mut server, metrics, _) = guarded(|guard| guard.fence(fence.clone()));
+        let error = within(api.get("my-operator")).await.unwrap_err();
+        assert!(error.to_string().contains("may no longer lead"), "{error}");
+        assert_no_request(&mut server, Duration::from_secs(60)).await;
+        assert_eq!(metrics.requests("GET", "<error>"), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_requests_are_served_as_metrics_in_client_gos_names() {
+        let metrics = crate::metrics::Metrics::default();
+        let client = metrics.client.clone();
+        let (api, mut server, _, _) = guarded(|guard| guard.metrics(client));
+        let getting = tokio::spawn(async move { api.get("my-operator").await });
+        let (_, send) = next(&mut server, Method::GET, PATH).await;
+        respond(send, 200, &renewed());
+        within(getting).await.unwrap().unwrap();
+        let encoded = metrics.encode();
+        assert!(
+            encoded
+                .lines()
+                .any(|l| l == r#"rest_client_requests_total{code="200",method="GET"} 1"#),
+            "{encoded}"
+        );
+    }
+
+    /// Two watches of one resource at once (two controllers of one kind): whichever ended
+    /// last tells whether the resource's watch is down.
+    #[test]
+    fn the_last_outcome_of_a_resources_watches_tells_whether_it_is_down() {
+        let watches = Watches::default();
+        let key = things();
+        assert_eq!(watches.failing(&key), None, "never watched");
+        watches.established(&key);
+        watches.failed(&key, "reset".into());
+        assert_eq!(watches.failing(&key).as_deref(), Some("reset"));
+        watches.lasted(&key);
+        assert_eq!(watches.failing(&key), None, "the other one lasted after");
+        watches.failed(&key, "cut".into());
+        assert_eq!(watches.failing(&key).as_deref(), Some("cut"));
+        watches.established(&key);
+        assert_eq!(watches.failing(&key), None);
     }
 
     #[test]

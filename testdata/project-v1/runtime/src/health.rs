@@ -209,4 +209,26 @@ mod tests {
             StatusCode::NOT_FOUND
         );
     }
+
+    #[test]
+    fn a_check_that_starts_failing_is_logged_once_until_it_passes_again() {
+        let health = Health::default();
+        let check = health.readiness_check("ship");
+        let logged = crate::testing::logged(|| {
+            check.not_ready("not started: a check starts failing");
+            check.ready();
+            check.not_ready("the watch is down");
+            check.not_ready("the watch is still down");
+            check.ready();
+            check.not_ready("a relist");
+        });
+        let lines: Vec<&str> = logged.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                r#" WARN rsbuilder_runtime::health: readiness check failing: /readyz answers 503 check=ship reason=the watch is down"#,
+                r#" WARN rsbuilder_runtime::health: readiness check failing: /readyz answers 503 check=ship reason=a relist"#,
+            ]
+        );
+    }
 }
