@@ -620,9 +620,11 @@ fn write_all(root: &Path, changes: &[Change]) -> anyhow::Result<()> {
         return Ok(());
     }
     // Ctrl-C and SIGTERM no longer end the process while it writes: the writes stop, and what
-    // was written is undone.
+    // was written is undone. Afterwards they end it again, as before the writes.
     let interrupted = Arc::new(AtomicBool::new(false));
-    let handlers: Vec<_> = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
+    let defaults = signal_defaults();
+    defaults.store(false, Ordering::SeqCst);
+    let handlers: Vec<_> = TERMINATING
         .into_iter()
         .filter_map(|signal| signal_hook::flag::register(signal, interrupted.clone()).ok())
         .collect();
@@ -630,7 +632,30 @@ fn write_all(root: &Path, changes: &[Change]) -> anyhow::Result<()> {
     for handler in handlers {
         signal_hook::low_level::unregister(handler);
     }
+    defaults.store(true, Ordering::SeqCst);
     result
+}
+
+/// The signals that end rsbuilder, but for the time of a write.
+const TERMINATING: [std::ffi::c_int; 2] =
+    [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM];
+
+/// Whether the signals of [`TERMINATING`] take their default action (end the process).
+///
+/// Once a handler is installed for a signal, removing it does not give the signal its default
+/// action back: signal-hook keeps its own handler, which then does nothing. So a handler that
+/// runs the default action while this is true is installed once, before the first write.
+fn signal_defaults() -> &'static AtomicBool {
+    static DEFAULTS: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    DEFAULTS.get_or_init(|| {
+        let defaults = Arc::new(AtomicBool::new(true));
+        for signal in TERMINATING {
+            // Without it, a signal after the first write would be ignored, not fatal: worse,
+            // but no write is at stake.
+            let _ = signal_hook::flag::register_conditional_default(signal, defaults.clone());
+        }
+        defaults
+    })
 }
 
 fn write_journaled(
@@ -855,6 +880,15 @@ mod tests {
     use super::*;
     use crate::scaffold::{Derived, Insertion, PlannedFile};
     use crate::tree::Memory;
+
+    /// The handlers that give Ctrl-C its default action back after a write are installed once
+    /// for the process, around one flag: installed again at each write, an earlier write's
+    /// handler would end the process during a later one. (`tests/it/crash.rs` sends the
+    /// signals.)
+    #[test]
+    fn one_flag_gives_the_signals_their_default_action_back() {
+        assert!(std::ptr::eq(signal_defaults(), signal_defaults()));
+    }
 
     /// A tree with `.git`, a file and a folder, as a project is.
     fn project_dir(parent: &Path) -> PathBuf {

@@ -326,6 +326,19 @@ pub fn load(root: &Path) -> anyhow::Result<Project> {
 
 /// The first resource whose kind, version or group does not pass the checks of `create api`,
 /// or that is listed twice.
+/// `cliVersion` names the rsbuilder that `alpha update` installs and runs: a version such as
+/// `0.1.0`, nothing else.
+fn validate_cli_version(version: &str) -> Result<(), UserError> {
+    if semver::Version::parse(version).is_ok() {
+        return Ok(());
+    }
+    Err(UserError::new(format!(
+        "cliVersion `{}`: must be a version such as {}",
+        crate::ui::shown(version),
+        crate::versions::RSBUILDER
+    )))
+}
+
 fn check_resources(resources: &[Resource], domain: &str) -> Option<String> {
     let mut seen = std::collections::BTreeSet::new();
     for resource in resources {
@@ -382,12 +395,26 @@ fn parse(text: &str) -> anyhow::Result<Project> {
         .iter()
         .flat_map(|r| &r.controllers)
         .map(|c| crate::names::validate_controller_name(&c.name).err());
+    let helm_paths = stored.plugins.get(HELM).into_iter().flat_map(|p| {
+        [
+            ("manifests", &p.manifests, crate::helm::DEFAULT_MANIFESTS),
+            ("output", &p.output, crate::helm::DEFAULT_OUTPUT),
+        ]
+        .into_iter()
+        .map(|(key, value, example)| {
+            let value = value.as_deref()?;
+            let key = format!("the {HELM} plugin's `{key}:`");
+            crate::helm::check_path(&key, value, example).err()
+        })
+    });
     let checks = [
         crate::names::validate_domain(&stored.domain).err(),
         crate::names::validate_project_name(&stored.project_name, false).err(),
+        validate_cli_version(&stored.cli_version).err(),
     ]
     .into_iter()
-    .chain(controller_names);
+    .chain(controller_names)
+    .chain(helm_paths);
     if let Some(error) = checks.flatten().next() {
         return Err(UserError::new(format!("PROJECT is not valid: {error}"))
             .help("correct the value in PROJECT, or restore the file from version control")
@@ -702,6 +729,49 @@ mod tests {
         // A directory named PROJECT is not the file.
         std::fs::create_dir_all(nested.join(FILE)).unwrap();
         assert_eq!(find_root(&nested).unwrap(), dir.path());
+    }
+
+    /// What PROJECT records is checked when it is read, as on the command line: the
+    /// rsbuilder that `alpha update` installs is a version, not more arguments, and the chart's
+    /// paths stay inside the project and out of the folders others own.
+    #[test]
+    fn recorded_versions_and_chart_paths_are_checked_when_read() {
+        let head =
+            "domain: learn.com\nlayout:\n- rsbuilder.io/v1\nprojectName: p\nversion: \"3\"\n";
+        let helm = |key: &str, value: &str| {
+            format!("cliVersion: 0.1.0\n{head}plugins:\n  {HELM}:\n    {key}: {value}\n")
+        };
+        let refused = [
+            (
+                format!("cliVersion: 0.0.9 --path ../elsewhere\n{head}"),
+                "cliVersion `0.0.9 --path ../elsewhere`: must be a version such as",
+            ),
+            (
+                helm("manifests", "../install.yaml"),
+                "`manifests:` `../install.yaml`: must be a path inside the project",
+            ),
+            (
+                helm("manifests", "/etc/install.yaml"),
+                "`manifests:` `/etc/install.yaml`: must be a path inside the project",
+            ),
+            (
+                helm("output", "runtime"),
+                "`output:` `runtime`: must be outside `runtime/`, `.git/`, `target/` and `config/`",
+            ),
+            (
+                helm("output", ".git/hooks"),
+                "`output:` `.git/hooks`: must be outside",
+            ),
+        ];
+        for (text, error) in refused {
+            let refused = parse(&text).unwrap_err().to_string();
+            assert!(
+                refused.starts_with("PROJECT is not valid: ") && refused.contains(error),
+                "{refused}"
+            );
+        }
+        let fine = parse(&helm("output", "deploy/helm")).unwrap();
+        assert_eq!(fine.helm.unwrap().output, "deploy/helm");
     }
 
     #[test]
@@ -1019,7 +1089,6 @@ kind: Frigate\n  version: v1\n";
         for tricky in crate::yaml::TRICKY {
             let value = || (*tricky).to_owned();
             let mut project = project();
-            project.cli_version = value();
             project.repo = Some(value());
             project.kube_version = value();
             project.k8s_openapi_version = value();

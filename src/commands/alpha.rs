@@ -445,10 +445,17 @@ fn carry_helm_chart(
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("failed to create {}", parent.display()))?;
         }
-        std::fs::copy(root.join(&file), dir.join(&file))
-            .with_context(|| format!("failed to copy {}", file.display()))?;
+        copy_file(&root.join(&file), &dir.join(&file))?;
     }
     run_all(exe, &[command.to_vec()], dir)
+}
+
+/// Copies the file `from` to `to`, read whole before `to` is opened: a `to` that is `from`
+/// under another name is written back as it was, never truncated first (as `fs::copy` does).
+fn copy_file(from: &Path, to: &Path) -> anyhow::Result<()> {
+    let bytes =
+        std::fs::read(from).with_context(|| format!("failed to read {}", from.display()))?;
+    std::fs::write(to, bytes).with_context(|| format!("failed to write {}", to.display()))
 }
 
 /// The user's list of metrics, `grafana/custom-metrics/config.yaml`, is the user's, not the
@@ -463,8 +470,7 @@ fn carry_grafana_config(
     if !project.grafana || !config.is_file() {
         return Ok(());
     }
-    std::fs::copy(&config, dir.join(crate::grafana::CONFIG))
-        .with_context(|| format!("failed to copy {}", crate::grafana::CONFIG))?;
+    copy_file(&config, &dir.join(crate::grafana::CONFIG))?;
     run_all(exe, &[words(&["edit", "--plugins=grafana/v1-alpha"])], dir)
 }
 

@@ -426,8 +426,13 @@ fn bool_text(value: bool) -> &'static str {
     if value { "true" } else { "false" }
 }
 
-/// Checks a path given to the plugin: relative, inside the project, and plain enough for the
-/// Makefile and the workflow that name it.
+/// The folders of a project that others own: the runtime `upgrade` replaces, git's, cargo's,
+/// and the kustomize sources the chart is made from.
+const OWNED_BY_OTHERS: [&str; 4] = ["runtime", ".git", "target", "config"];
+
+/// Checks a path given to the plugin, or recorded in PROJECT: relative, inside the project,
+/// outside the folders of [`OWNED_BY_OTHERS`], and plain enough for the Makefile and the
+/// workflow that name it.
 pub fn check_path(flag: &str, value: &str, example: &str) -> Result<(), UserError> {
     let plain = !value.is_empty()
         && value
@@ -438,13 +443,19 @@ pub fn check_path(flag: &str, value: &str, example: &str) -> Result<(), UserErro
         && path
             .components()
             .all(|c| matches!(c, std::path::Component::Normal(_)));
-    if plain && inside {
+    let owned = path
+        .components()
+        .next()
+        .is_some_and(|first| OWNED_BY_OTHERS.iter().any(|o| first.as_os_str() == *o));
+    if plain && inside && !owned {
         return Ok(());
     }
-    let rule = if plain {
+    let rule = if !plain {
+        "letters, digits, `.`, `_`, `-` and `/` only"
+    } else if !inside {
         "a path inside the project, relative to its root, without `..` or `.`"
     } else {
-        "letters, digits, `.`, `_`, `-` and `/` only"
+        "outside `runtime/`, `.git/`, `target/` and `config/`, which rsbuilder, git, cargo and kustomize own"
     };
     Err(UserError::new(format!(
         "{flag} `{}`: must be {rule}",

@@ -217,6 +217,52 @@ fn what_cannot_be_scaffolded_again_is_refused_before_anything_is_written() {
     assert!(!fresh.exists());
 }
 
+/// PROJECT's records are checked when it is read: a chart recorded from a file outside the
+/// project, or a `cliVersion` that is more than a version, is refused before anything is read,
+/// copied or installed, and the file outside is left as it was.
+#[test]
+fn records_that_reach_outside_the_project_are_refused_and_touch_nothing() {
+    let ws = copy("project-v4-with-plugins");
+    let outside = ws.root().parent().unwrap().join("install.yaml");
+    std::fs::write(&outside, "kind: List\n").unwrap();
+    let project = ws.read("PROJECT");
+    ws.write(
+        "PROJECT",
+        &project.replace("manifests: dist/install.yaml", "manifests: ../install.yaml"),
+    );
+    let again = ws.root().parent().unwrap().join("p-again");
+    let err = stderr(
+        &ws.run(&["alpha", "generate", "--output-dir", "../p-again"])
+            .failure()
+            .code(1),
+    );
+    assert!(
+        err.starts_with(
+            "error: PROJECT is not valid: the helm.kubebuilder.io/v2-alpha plugin's `manifests:` \
+             `../install.yaml`: must be a path inside the project"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("\nhelp: correct the value in PROJECT"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "kind: List\n");
+    assert!(!again.exists());
+
+    ws.write(
+        "PROJECT",
+        &project.replace("cliVersion: 0.1.0", "cliVersion: 0.0.9 --path ../elsewhere"),
+    );
+    let before = ws.snapshot();
+    let err = stderr(&ws.run(&["alpha", "update"]).failure().code(1));
+    assert!(
+        err.starts_with("error: PROJECT is not valid: cliVersion `0.0.9 --path ../elsewhere`"),
+        "{err}"
+    );
+    assert_same_tree(&before, &ws.snapshot(), "alpha update");
+}
+
 /// An "older rsbuilder" for `alpha update`: this one, then the differences of an older
 /// scaffold: a Makefile line today's has not, and no `replacements` marker in config/default.
 const OLDER: &str = r#"#!/usr/bin/env bash

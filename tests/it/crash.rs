@@ -335,3 +335,66 @@ fn two_commands_at_once_both_take_effect() {
         assert!(!ws.root().join(".rsbuilder-journal").exists());
     }
 }
+
+/// Ctrl-C after the last write, while `create api --make` waits for cargo, ends rsbuilder at
+/// once, as Ctrl-C does before the first write.
+#[test]
+fn ctrl_c_after_the_writes_ends_the_command() {
+    use std::os::unix::process::ExitStatusExt as _;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let ws = Workspace::new("interrupted-operator");
+    ws.run(&["init", "--domain", "example.com"]).success();
+    let bin = tempfile::tempdir().unwrap();
+    let (cargo, started) = (bin.path().join("cargo"), bin.path().join("started"));
+    crate::support::write_executable(
+        &cargo,
+        &format!(
+            "#!/bin/sh\necho $$ > '{}'\nexec sleep 60\n",
+            started.display()
+        ),
+    );
+    let mut child = Command::new(binary())
+        .current_dir(ws.root())
+        .args(["create", "api", "--group", "apps", "--version", "v1"])
+        .args(["--kind", "Cache", "--make"])
+        .env("CARGO", &cargo)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let waiting = Instant::now();
+    let sleeper = loop {
+        if let Ok(pid) = std::fs::read_to_string(&started)
+            && pid.ends_with('\n')
+        {
+            break pid.trim().to_owned();
+        }
+        if waiting.elapsed() > Duration::from_secs(60) || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!("create api --make did not run cargo within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let kill = |signal: &str, pid: &str| {
+        Command::new("kill").args([signal, pid]).status().unwrap();
+    };
+    kill("-INT", &child.id().to_string());
+    let interrupted = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if interrupted.elapsed() > Duration::from_secs(10) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    kill("-KILL", &sleeper);
+    let Some(status) = status else {
+        let _ = child.kill();
+        panic!("rsbuilder ignored Ctrl-C after its writes for 10 s");
+    };
+    assert_eq!(status.signal(), Some(2), "ended by SIGINT: {status:?}");
+}

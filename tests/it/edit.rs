@@ -474,6 +474,104 @@ fn the_autoupdate_plugin_adds_the_update_workflow_once_and_keeps_the_users() {
     );
 }
 
+/// The update workflow's push: a first push creates the branch; a later run replaces a branch
+/// that holds only its own commits, and leaves alone one to which someone pushed fixes, as its
+/// pull request asks them to.
+#[test]
+fn the_update_workflow_never_overwrites_commits_it_did_not_make() {
+    let ws = project(&[]);
+    ws.run(&["edit", "--plugins=autoupdate/v1-alpha"]).success();
+    let workflow: serde_yaml::Value =
+        serde_yaml::from_str(&ws.read(".github/workflows/auto_update.yml")).unwrap();
+    let job = &workflow["jobs"]["auto-update"];
+    let bot = job["env"]["BOT_EMAIL"].as_str().unwrap().to_owned();
+    let push = job["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "Open a pull request")
+        .unwrap()["run"]
+        .as_str()
+        .unwrap()
+        .replace("${{ steps.update.outputs.branch }}", "rsbuilder-update")
+        .replace("${{ steps.update.outputs.conflicts }}", "false");
+    let dir = tempfile::tempdir().unwrap();
+    let (remote, clone, user) = (
+        dir.path().join("remote.git"),
+        dir.path().join("clone"),
+        dir.path().join("user"),
+    );
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    crate::support::write_executable(&bin.join("gh"), "#!/bin/sh\nexit 0\n");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let sh = |dir: &std::path::Path, script: &str, email: &str| {
+        let output = std::process::Command::new("bash")
+            .args(["-euo", "pipefail", "-c", script])
+            .current_dir(dir)
+            .env("PATH", &path)
+            .env("BOT_EMAIL", &bot)
+            .env("GIT_AUTHOR_NAME", "someone")
+            .env("GIT_COMMITTER_NAME", "someone")
+            .env("GIT_AUTHOR_EMAIL", email)
+            .env("GIT_COMMITTER_EMAIL", email)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{script}: {output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let me = "me@example.com";
+    sh(
+        dir.path(),
+        &format!(
+            "git init -q --bare -b main {r} && git init -q -b main {c} && cd {c} && \
+             git commit -q --allow-empty -m base && git remote add origin {r} && git push -q origin main",
+            r = remote.display(),
+            c = clone.display()
+        ),
+        me,
+    );
+    let update = |message: &str| {
+        sh(
+            &clone,
+            &format!(
+                "git switch -q main && git branch -q -D rsbuilder-update 2>/dev/null || true; \
+                 git switch -q -c rsbuilder-update && git commit -q --allow-empty -m '{message}'"
+            ),
+            &bot,
+        );
+        sh(&clone, &push, &bot)
+    };
+    let remote_head = || sh(&remote, "git log -1 --format=%s rsbuilder-update", me);
+
+    update("update 1");
+    assert_eq!(
+        remote_head(),
+        "update 1\n",
+        "the first push creates the branch"
+    );
+    update("update 2");
+    assert_eq!(remote_head(), "update 2\n", "its own commits are replaced");
+
+    sh(
+        dir.path(),
+        &format!(
+            "git clone -q -b rsbuilder-update {r} {u} && cd {u} && \
+             git commit -q --allow-empty -m 'my fix' && git push -q origin rsbuilder-update",
+            r = remote.display(),
+            u = user.display()
+        ),
+        me,
+    );
+    let said = update("update 3");
+    assert_eq!(remote_head(), "my fix\n", "the user's fix is kept");
+    assert!(
+        said.contains("holds commits of others (me@example.com )"),
+        "{said}"
+    );
+}
+
 /// `make build-installer`'s install file, written with `kubectl kustomize config/default`; `None`
 /// with a note when kubectl does not run, unless `RSBUILDER_REQUIRE_KUBECTL=1`.
 fn build_installer(ws: &Workspace) -> Option<()> {
@@ -520,6 +618,7 @@ fn the_helm_plugin_makes_a_chart_from_the_install_file_and_keeps_the_users_value
     );
     let inside = "a path inside the project, relative to its root, without `..` or `.`";
     let plain = "letters, digits, `.`, `_`, `-` and `/` only";
+    let owned = "outside `runtime/`, `.git/`, `target/` and `config/`, which rsbuilder, git, cargo and kustomize own";
     for (flag, value, rule, example) in [
         (
             "--manifests",
@@ -529,6 +628,15 @@ fn the_helm_plugin_makes_a_chart_from_the_install_file_and_keeps_the_users_value
         ),
         ("--output-dir", "/tmp/dist", inside, "dist"),
         ("--output-dir", "dist chart", plain, "dist"),
+        ("--output-dir", "runtime", owned, "dist"),
+        ("--output-dir", "target/chart", owned, "dist"),
+        ("--output-dir", ".git", owned, "dist"),
+        (
+            "--manifests",
+            "config/install.yaml",
+            owned,
+            "dist/install.yaml",
+        ),
     ] {
         refuses(
             &ws,
