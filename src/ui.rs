@@ -106,7 +106,9 @@ fn lines_shown(text: &str) -> String {
     text.split('\n').map(shown).collect::<Vec<_>>().join("\n")
 }
 
-fn help(error: &anyhow::Error) -> Option<String> {
+/// The `help:` line of `error`: its refusal's own, or, for a failure of the file system, what
+/// to check.
+pub fn help(error: &anyhow::Error) -> Option<String> {
     if let Some(help) = error
         .chain()
         .find_map(|cause| cause.downcast_ref::<UserError>())

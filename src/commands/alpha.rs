@@ -25,7 +25,9 @@ pub struct GenerateOptions {
 /// Runs `alpha generate` for the project around the current directory.
 pub fn generate(options: GenerateOptions) -> anyhow::Result<()> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
-    let root = project::find_root(&cwd)?;
+    // The lock first: PROJECT and the files read next are those no other command is changing.
+    let open = super::open()?;
+    let root = open.root.clone();
     let project = project::load(&root)?;
     let manifest = std::fs::read_to_string(root.join("Cargo.toml"))
         .context("failed to read the workspace Cargo.toml")?;
@@ -529,7 +531,6 @@ fn in_place(
         .help("pass --output-dir <dir> for a new tree, or --force to replace the project's files (commit them first)")
         .into());
     }
-    let _lock = crate::apply::lock(root)?;
     let exe = std::env::current_exe().context("failed to find the rsbuilder binary")?;
     crate::apply::replace_tree(root, &project.project_name, |fresh| {
         scaffold_again(root, project, &exe, commands, fresh)

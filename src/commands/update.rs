@@ -147,7 +147,10 @@ pub fn update(options: UpdateOptions) -> anyhow::Result<()> {
                     .into(),
             );
         }
-        Some(path) => path.clone(),
+        Some(path) => {
+            check_version(path, &project.cli_version)?;
+            path.clone()
+        }
         None => install(root, &project.cli_version)?,
     };
     let manifest = std::fs::read_to_string(root.join("Cargo.toml"))
@@ -185,6 +188,36 @@ pub fn update(options: UpdateOptions) -> anyhow::Result<()> {
         return Ok(());
     }
     write(root, &merged, &options, &project)
+}
+
+/// Refuses a `binary` that is not rsbuilder `version`: its scaffold would be merged as that
+/// version's, and the update would find nothing to do or the wrong changes.
+fn check_version(binary: &Path, version: &str) -> anyhow::Result<()> {
+    // Away from the project: whatever the binary is, it is not run where it could write.
+    let said = Command::new(binary)
+        .arg("--version")
+        .current_dir(std::env::temp_dir())
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned());
+    if said.as_deref() == Some(format!("rsbuilder {version}").as_str()) {
+        return Ok(());
+    }
+    let what = match &said {
+        Some(said) => format!("`--version` says `{}`", ui::shown(said)),
+        None => "`--version` does not answer as rsbuilder does".to_owned(),
+    };
+    Err(UserError::new(format!(
+        "--from-binary {}: {what}, not rsbuilder {version}, the version PROJECT records (cliVersion)",
+        binary.display()
+    ))
+    .help(format!(
+        "pass the path of rsbuilder {version}, or leave --from-binary out to install it"
+    ))
+    .into())
 }
 
 /// The merge of every file either scaffold has, by path; files only the project has are not
@@ -299,11 +332,65 @@ fn write(
         project.cli_version,
         versions::RSBUILDER
     );
-    if !options.force {
-        git(root, &["switch", "--quiet", "-c", &branch]).with_context(|| {
-            format!("failed to make the branch `{branch}`; delete it if an earlier update made it")
-        })?;
+    if options.force {
+        return write_merge(root, merged, options, project, &branch);
     }
+    // Everything that can be checked is, before the switch: the branch is new, and git can
+    // commit.
+    if git(
+        root,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}"),
+        ],
+    )
+    .is_ok()
+    {
+        return Err(UserError::new(format!(
+            "the branch `{branch}` exists: an earlier `alpha update` made it"
+        ))
+        .help(format!(
+            "merge it, or delete it with `git branch -D {branch}`, then run `rsbuilder alpha update` again"
+        ))
+        .into());
+    }
+    if git(root, &["var", "GIT_COMMITTER_IDENT"]).is_err() {
+        return Err(UserError::new(
+            "git has no identity to commit the update with (user.name and user.email)",
+        )
+        .help("set them with `git config user.name ...` and `git config user.email ...`, then run `rsbuilder alpha update` again")
+        .into());
+    }
+    let start = git(root, &["rev-parse", "--abbrev-ref", "HEAD"])?
+        .trim()
+        .to_owned();
+    git(root, &["switch", "--quiet", "-c", &branch])?;
+    write_merge(root, merged, options, project, &branch).map_err(|error| {
+        let fix = ui::help(&error).unwrap_or_else(|| "fix the cause above".to_owned());
+        let help = format!(
+            "{fix}; then finish the update on `{branch}` and commit it, or go back with \
+             `git add --all && git stash && git switch {start} && git branch -D {branch}` \
+             (what the update wrote stays in the stash)"
+        );
+        UserError::new(format!(
+            "the update stopped on the branch `{branch}`, which you are on now: {error:#}"
+        ))
+        .help(help)
+        .into()
+    })
+}
+
+/// Writes the merge on the current branch: the files, the manifests, and the commit unless
+/// `--force`.
+fn write_merge(
+    root: &Path,
+    merged: &[(PathBuf, Merged)],
+    options: &UpdateOptions,
+    project: &Project,
+    branch: &str,
+) -> anyhow::Result<()> {
     let mut plan = Plan::default();
     let mut conflicted = false;
     for (path, outcome) in merged {

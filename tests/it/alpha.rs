@@ -263,6 +263,70 @@ fn records_that_reach_outside_the_project_are_refused_and_touch_nothing() {
     assert_same_tree(&before, &ws.snapshot(), "alpha update");
 }
 
+/// `alpha generate --force` takes the project's lock before it reads PROJECT: a command that
+/// holds the lock (here, the test, which adds a kind meanwhile, as `create api` at its prompt
+/// would) finishes first, and its kind is scaffolded again, not deleted.
+#[test]
+fn alpha_generate_reads_the_project_only_once_it_holds_the_lock() {
+    use std::io::Read as _;
+    let ws = copy("project-webhooks");
+    ws.write(".git/HEAD", "ref: refs/heads/main\n");
+    let with_bar = copy("project-webhooks");
+    with_bar
+        .run(&[
+            "create",
+            "api",
+            "--group",
+            "ship",
+            "--version",
+            "v1",
+            "--kind",
+            "Bar",
+        ])
+        .success();
+    let lock = std::fs::File::open(ws.root()).unwrap();
+    lock.lock().unwrap();
+    let mut generating = std::process::Command::new(env!("CARGO_BIN_EXE_rsbuilder"))
+        .args(["alpha", "generate", "--force"])
+        .current_dir(ws.root())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr_pipe = generating.stderr.take().unwrap();
+    let mut said = Vec::new();
+    let mut byte = [0u8; 1];
+    while !String::from_utf8_lossy(&said).contains("waiting for another rsbuilder command") {
+        assert_eq!(
+            stderr_pipe.read(&mut byte).unwrap(),
+            1,
+            "{}",
+            String::from_utf8_lossy(&said)
+        );
+        said.push(byte[0]);
+    }
+    // The other command's writes, while it holds the lock.
+    for (path, contents) in with_bar.snapshot() {
+        let target = ws.root().join(&path);
+        if with_bar.root().join(&path).is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::write(&target, contents).unwrap();
+        }
+    }
+    lock.unlock().unwrap();
+    let mut rest = String::new();
+    stderr_pipe.read_to_string(&mut rest).unwrap();
+    assert!(generating.wait().unwrap().success(), "{rest}");
+    assert!(ws.read("PROJECT").contains("kind: Bar"), "{rest}");
+    assert_eq!(
+        ws.read("api/src/ship/v1/bar.rs"),
+        with_bar.read("api/src/ship/v1/bar.rs"),
+        "the kind added meanwhile is scaffolded again"
+    );
+}
+
 /// An "older rsbuilder" for `alpha update`: this one, then the differences of an older
 /// scaffold: a Makefile line today's has not, and no `replacements` marker in config/default.
 const OLDER: &str = r#"#!/usr/bin/env bash
@@ -338,11 +402,21 @@ fn older_project() -> Option<(Workspace, PathBuf)> {
 }
 
 fn update(ws: &Workspace, older: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
+    update_with(ws, older, extra, &[])
+}
+
+fn update_with(
+    ws: &Workspace,
+    older: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> assert_cmd::assert::Assert {
     let mut args = vec!["alpha", "update", "--from-binary", older.to_str().unwrap()];
     args.extend_from_slice(extra);
     assert_cmd::Command::cargo_bin("rsbuilder")
         .unwrap()
         .current_dir(ws.root())
+        .envs(env.iter().copied())
         .env("RSBUILDER_REAL", env!("CARGO_BIN_EXE_rsbuilder"))
         .env(
             "CARGO_TARGET_DIR",
@@ -518,11 +592,31 @@ fn alpha_update_with_a_binary_that_cannot_scaffold_changes_nothing() {
         "#!/bin/sh\necho 'usage: something else' >&2\nexit 2\n",
     );
     let missing = ws.root().parent().unwrap().join("missing-rsbuilder");
+    // Another version: its scaffold would be taken for 0.1.0's.
+    let other_version = ws.root().parent().unwrap().join("rsbuilder-0.0.1");
+    crate::support::write_executable(
+        &other_version,
+        "#!/bin/sh\n[ \"$1\" = --version ] && echo 'rsbuilder 0.0.1'\nexit 0\n",
+    );
+    // Says it is 0.1.0, and cannot scaffold.
+    let broken = ws.root().parent().unwrap().join("broken-rsbuilder");
+    crate::support::write_executable(
+        &broken,
+        "#!/bin/sh\n[ \"$1\" = --version ] && echo 'rsbuilder 0.1.0' && exit 0\necho 'usage: something else' >&2\nexit 2\n",
+    );
     let branches = git(&ws, &["branch", "--list"]);
     let head = git(&ws, &["rev-parse", "HEAD"]);
     for (binary, error) in [
         (&missing, "--from-binary "),
-        (&not_rsbuilder, "`rsbuilder init"),
+        (
+            &not_rsbuilder,
+            "`--version` does not answer as rsbuilder does, not rsbuilder 0.1.0",
+        ),
+        (
+            &other_version,
+            "`--version` says `rsbuilder 0.0.1`, not rsbuilder 0.1.0, the version PROJECT records (cliVersion)",
+        ),
+        (&broken, "`rsbuilder init"),
     ] {
         let before = work_tree(&ws);
         let err = stderr(&update(&ws, binary, &[]).failure().code(1));
@@ -540,6 +634,85 @@ fn alpha_update_with_a_binary_that_cannot_scaffold_changes_nothing() {
         assert_eq!(git(&ws, &["branch", "--list"]), branches);
         assert_eq!(git(&ws, &["rev-parse", "HEAD"]), head);
     }
+}
+
+/// `alpha update` checks what it can before it switches to its branch (git's identity, an
+/// earlier update's branch); a failure after the switch says which branch the user is on, and
+/// both ways out, and the way back restores the project.
+#[test]
+fn alpha_update_checks_before_it_switches_branch_and_a_later_failure_says_where_the_user_is() {
+    let Some((ws, older)) = older_project() else {
+        return;
+    };
+    let branch = "rsbuilder-update-from-0.1.0-to-0.1.0";
+    let start = git(&ws, &["branch", "--show-current"]).trim().to_owned();
+    let head = git(&ws, &["rev-parse", "HEAD"]);
+    let before = work_tree(&ws);
+    let unchanged = |what: &str| {
+        assert_same_tree(&before, &work_tree(&ws), what);
+        assert_eq!(
+            git(&ws, &["branch", "--show-current"]).trim(),
+            start,
+            "{what}"
+        );
+    };
+
+    let nobody = [
+        ("GIT_CONFIG_GLOBAL", "/dev/null"),
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("EMAIL", ""),
+    ];
+    let err = stderr(&update_with(&ws, &older, &[], &nobody).failure().code(1));
+    assert!(
+        err.contains("\nerror: git has no identity to commit the update with"),
+        "{err}"
+    );
+    assert!(
+        err.contains("\nhelp: set them with `git config user.name"),
+        "{err}"
+    );
+    unchanged("no identity");
+    assert!(!git(&ws, &["branch", "--list"]).contains(branch));
+
+    git(&ws, &["branch", branch]);
+    let err = stderr(&update(&ws, &older, &[]).failure().code(1));
+    assert!(
+        err.ends_with(&format!(
+            "\nerror: the branch `{branch}` exists: an earlier `alpha update` made it\n\
+             help: merge it, or delete it with `git branch -D {branch}`, then run `rsbuilder alpha update` again\n"
+        )),
+        "{err}"
+    );
+    unchanged("an earlier update's branch");
+    git(&ws, &["branch", "-D", branch]);
+
+    // The Makefile, which the update changes, is a link: the write is refused on the branch.
+    std::fs::rename(ws.root().join("Makefile"), ws.root().join("Makefile.real")).unwrap();
+    std::os::unix::fs::symlink("Makefile.real", ws.root().join("Makefile")).unwrap();
+    git(&ws, &["add", "--all"]);
+    git(&ws, &["commit", "--quiet", "-m", "a linked Makefile"]);
+    let linked = work_tree(&ws);
+    let err = stderr(&update(&ws, &older, &[]).failure().code(1));
+    assert!(
+        err.contains(&format!(
+            "\nerror: the update stopped on the branch `{branch}`, which you are on now: "
+        )),
+        "{err}"
+    );
+    let back =
+        format!("`git add --all && git stash && git switch {start} && git branch -D {branch}`");
+    assert!(err.contains(&back), "{err}");
+    assert_eq!(git(&ws, &["branch", "--show-current"]).trim(), branch);
+    for step in [
+        &["add", "--all"][..],
+        &["stash", "--quiet"],
+        &["switch", "--quiet", &start],
+        &["branch", "-D", branch],
+    ] {
+        git(&ws, step);
+    }
+    assert_same_tree(&linked, &work_tree(&ws), "the way back");
+    assert_ne!(git(&ws, &["rev-parse", "HEAD"]), head);
 }
 
 #[test]
