@@ -171,8 +171,14 @@ pub struct EditArgs {
     #[arg(long, value_name = "DIR")]
     pub output_dir: Option<String>,
 
+    /// With helm/v2-alpha: replace the chart's values.yaml with the generated one, dropping
+    /// your edits (without it, and with --force, your values are kept and missing keys added)
+    #[arg(long)]
+    pub reset_values: bool,
+
     /// Overwrite the scaffold's config files (manager.yaml, the role binding) where their lines
-    /// were edited by hand; files the user owns, such as main.rs, are never overwritten
+    /// were edited by hand; files the user owns, such as main.rs and the chart's values.yaml,
+    /// are never overwritten
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
     pub force: bool,
 
@@ -252,7 +258,7 @@ pub struct CreateWebhookArgs {
 }
 
 /// Flags of `rsbuilder create api`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct CreateApiArgs {
     /// API group, without the domain; empty means the domain itself
     #[arg(long, default_value = "")]
@@ -289,9 +295,10 @@ pub struct CreateApiArgs {
     pub controller_name: Option<String>,
 
     /// Server-side apply: every field of the kind's spec is optional and left out when unset,
-    /// so that a partial object is its own apply configuration
-    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
-    pub ssa: bool,
+    /// so that a partial object is its own apply configuration [default: false; with --force,
+    /// as PROJECT records the kind]
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub ssa: Option<bool>,
 
     /// Run this image: the kind's spec describes a Deployment (size, image, resources, env,
     /// ports) that its controller creates and keeps in line (kubebuilder's deploy-image plugin)

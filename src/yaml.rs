@@ -38,6 +38,69 @@ pub fn scalar(value: &str) -> String {
     }
 }
 
+/// `value` as serde_yaml writes it, but with every string YAML 1.1 would read as a boolean
+/// (a key or a value: `on`, `No`, ...) single-quoted, as [`scalar`] quotes it: Helm and
+/// Kubernetes read YAML 1.1, and `enum: [On, Off]` would become booleans there.
+pub fn to_string(value: &serde_yaml::Value) -> Result<String, serde_yaml::Error> {
+    // Each such string is swapped for a mark serde_yaml writes plain, then the mark for the
+    // quoted word. A mark that could be mistaken is avoided: text that holds the mark's
+    // characters already is written as serde_yaml writes it.
+    let mut text = String::new();
+    let mut words = Vec::new();
+    let marked = mark_words(value, &mut words, &mut text);
+    if text.contains([MARK_START, MARK_END]) {
+        return serde_yaml::to_string(value);
+    }
+    let mut written = serde_yaml::to_string(&marked)?;
+    for (index, word) in words.iter().enumerate() {
+        written = written.replace(
+            &format!("{MARK_START}{index}{MARK_END}"),
+            &format!("'{word}'"),
+        );
+    }
+    Ok(written)
+}
+
+const MARK_START: char = '\u{e000}';
+const MARK_END: char = '\u{e001}';
+
+/// `value` with each YAML 1.1 word replaced by its mark, the words in `words`, and every string
+/// seen appended to `seen`.
+fn mark_words(
+    value: &serde_yaml::Value,
+    words: &mut Vec<String>,
+    seen: &mut String,
+) -> serde_yaml::Value {
+    use serde_yaml::Value;
+    match value {
+        Value::String(text) => {
+            seen.push_str(text);
+            if YAML_1_1_WORDS.contains(&text.as_str()) {
+                words.push(text.clone());
+                Value::String(format!("{MARK_START}{}{MARK_END}", words.len() - 1))
+            } else {
+                value.clone()
+            }
+        }
+        Value::Sequence(items) => Value::Sequence(
+            items
+                .iter()
+                .map(|item| mark_words(item, words, seen))
+                .collect(),
+        ),
+        Value::Mapping(map) => Value::Mapping(
+            map.iter()
+                .map(|(key, item)| (mark_words(key, words, seen), mark_words(item, words, seen)))
+                .collect(),
+        ),
+        Value::Tagged(tagged) => Value::Tagged(Box::new(serde_yaml::value::TaggedValue {
+            tag: tagged.tag.clone(),
+            value: mark_words(&tagged.value, words, seen),
+        })),
+        _ => value.clone(),
+    }
+}
+
 /// `value` double-quoted, as kubebuilder writes the options of deploy-image in PROJECT: on one
 /// line, with YAML's escapes for quotes, backslashes and every character that a YAML reader
 /// would not keep as it is.
@@ -149,6 +212,33 @@ mod tests {
                 serde_yaml::from_str(&format!("a:\n    key: {quoted}\n")).unwrap();
             assert_eq!(read["a"]["key"].as_str(), Some(*value), "{quoted}");
         }
+    }
+
+    /// Whole documents: every YAML 1.1 word, as a key, a value or an item, is quoted, and the
+    /// document reads back the same; other text is as serde_yaml writes it.
+    #[test]
+    fn documents_quote_yaml_1_1_words_wherever_they_are() {
+        let text = "on: 'yes'\nenum:\n- 'On'\n- 'Off'\n- 'on and off'\nlines: |-\n  on\n  off\nnested:\n  n: 'N'\n  'true': 3\n";
+        let value: serde_yaml::Value = serde_yaml::from_str(text).unwrap();
+        let written = to_string(&value).unwrap();
+        assert_eq!(
+            written,
+            "'on': 'yes'\nenum:\n- 'On'\n- 'Off'\n- on and off\nlines: |-\n  on\n  off\nnested:\n  'n': 'N'\n  'true': 3\n"
+        );
+        assert_eq!(
+            serde_yaml::from_str::<serde_yaml::Value>(&written).unwrap(),
+            value
+        );
+        for word in YAML_1_1_WORDS {
+            let written = to_string(&serde_yaml::Value::String((*word).to_owned())).unwrap();
+            assert_eq!(written, format!("'{word}'\n"));
+        }
+        let marked = serde_yaml::Value::String(format!("{MARK_START}0{MARK_END} on"));
+        let list = serde_yaml::Value::Sequence(vec![marked.clone(), "on".into()]);
+        assert_eq!(
+            to_string(&list).unwrap(),
+            serde_yaml::to_string(&list).unwrap()
+        );
     }
 
     #[test]

@@ -191,6 +191,7 @@ const BUILTIN_SHORT_NAMES: &[&str] = &[
 ];
 
 fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
+    let args = &with_recorded(args, project);
     names::validate_group(&args.group, &project.domain)?;
     names::validate_version(&args.version)?;
     names::validate_kind(&args.kind)?;
@@ -260,14 +261,54 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         joins_kind,
         mode: image.map_or(Mode::Standard, Mode::Image),
         controller_name: args.controller_name.clone(),
-        ssa: args.ssa,
+        ssa: args.ssa == Some(true),
     })
+}
+
+/// With `--force`, a kind scaffolded again keeps what PROJECT recorded of it unless a flag
+/// says otherwise: server-side apply (as kubebuilder keeps it), and the image it runs with its
+/// options. Without them, PROJECT would keep records the new files no longer follow.
+fn with_recorded(args: &CreateApiArgs, project: &Project) -> CreateApiArgs {
+    let mut args = args.clone();
+    if !args.force {
+        return args;
+    }
+    let same = |group: &str, version: &str, kind: &str| {
+        group == args.group && version == args.version && kind == args.kind
+    };
+    if args.ssa.is_none() && args.image.is_none() && args.resource != Some(false) {
+        args.ssa = project
+            .resources
+            .iter()
+            .find(|r| same(&r.group, &r.version, &r.kind))
+            .and_then(|r| r.api.as_ref())
+            .map(|api| api.ssa);
+    }
+    let recorded = project
+        .deploy_images
+        .iter()
+        .find(|d| same(&d.group, &d.version, &d.kind));
+    if let Some(recorded) = recorded
+        && args.image.is_none()
+        && args.resource != Some(false)
+    {
+        let options = &recorded.options;
+        args.image = Some(options.image.clone());
+        args.image_container_port = args
+            .image_container_port
+            .or_else(|| options.container_port.clone());
+        args.image_container_command = args
+            .image_container_command
+            .or_else(|| options.container_command.clone());
+        args.run_as_user = args.run_as_user.or_else(|| options.run_as_user.clone());
+    }
+    args
 }
 
 /// Refuses flags that cannot go together: `--ssa` without types of the kind's own, and
 /// `--image` with a part it needs turned off.
 fn refuse_flags_that_disagree(args: &CreateApiArgs) -> anyhow::Result<()> {
-    if args.ssa && (args.image.is_some() || args.resource == Some(false)) {
+    if args.ssa == Some(true) && (args.image.is_some() || args.resource == Some(false)) {
         return Err(UserError::new(format!(
             "--ssa shapes the types of a kind, and {} scaffolds none of its own",
             if args.image.is_some() {
@@ -601,6 +642,7 @@ fn decide_parts(
     refuse_respelled_controller(
         args,
         same_kind,
+        &names.kind_module,
         &format!("{} Kind={}", names.qualified_group, names.kind),
     )?;
     let existing = existing_controller(args, same_kind, names);
@@ -731,12 +773,22 @@ impl Existing {
 fn refuse_respelled_controller(
     args: &CreateApiArgs,
     same_kind: &[&Resource],
+    kind_module: &str,
     kind: &str,
 ) -> anyhow::Result<()> {
     let Some(name) = &args.controller_name else {
         return Ok(());
     };
     let (module, _) = names::controller_module(name);
+    if module == kind_module && same_kind.iter().any(|r| r.controller) {
+        return Err(UserError::new(format!(
+            "controller name `{name}` would share the module `{module}` with the controller of {kind}: the controllers of a kind need modules of their own"
+        ))
+        .help(format!(
+            "pick another --controller-name, or pass `--controller --force` without --controller-name to scaffold the controller of {kind} again"
+        ))
+        .into());
+    }
     let Some(other) = same_kind
         .iter()
         .flat_map(|r| &r.controllers)
@@ -908,7 +960,7 @@ fn resolve_builtin(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Op
         .iter()
         .find(|r| r.core && r.group == group && r.version == kind.version && r.kind == kind.kind);
     let same_kind: Vec<&Resource> = existing.into_iter().collect();
-    refuse_respelled_controller(args, &same_kind, &gvk)?;
+    refuse_respelled_controller(args, &same_kind, &names.kind_module, &gvk)?;
     if !args.force {
         existing_controller(args, &same_kind, &names).refuse(&gvk)?;
     }

@@ -83,7 +83,7 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
         let options = crate::helm::Options {
             manifests: record.manifests.clone(),
             output: record.output.clone(),
-            force: args.force,
+            reset_values: args.reset_values,
         };
         let files = crate::helm::files(root, &project, &options)?;
         plan.files.extend(files);
@@ -115,11 +115,12 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
 fn helm_record(args: &EditArgs, project: &Project) -> anyhow::Result<Option<project::HelmRecord>> {
     if !crate::plugins::helm(&args.plugins) {
         if let Some(flag) = [
-            ("--manifests", &args.manifests),
-            ("--output-dir", &args.output_dir),
+            ("--manifests", args.manifests.is_some()),
+            ("--output-dir", args.output_dir.is_some()),
+            ("--reset-values", args.reset_values),
         ]
         .into_iter()
-        .find_map(|(flag, value)| value.as_ref().map(|_| flag))
+        .find_map(|(flag, given)| given.then_some(flag))
         {
             return Err(UserError::new(format!(
                 "{flag} is an option of the Helm plugin, which this command does not run"

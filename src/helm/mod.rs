@@ -37,8 +37,9 @@ pub struct Options {
     pub manifests: String,
     /// The directory that holds `chart/`, relative to the project root.
     pub output: String,
-    /// Replace `values.yaml` with the generated one, dropping the user's edits.
-    pub force: bool,
+    /// Replace `values.yaml` with the generated one, dropping the user's edits
+    /// (`--reset-values`; `--force` keeps them).
+    pub reset_values: bool,
 }
 
 /// What the install file says about the project, gathered before any template is written.
@@ -119,18 +120,24 @@ pub fn files(
             .help("make it a readable UTF-8 file, or remove it to get the generated one")
             .into());
         }
-        Ok(existing) if !options.force => {
+        Ok(existing) if !options.reset_values => {
             values::merge(&existing, &generated).map_err(|error| {
                 UserError::new(format!(
                     "{}/values.yaml is not valid YAML: {error}",
                     chart.display()
                 ))
-                .help("correct it, or run again with --force to replace it with the generated one")
+                .help("correct it, or run again with --reset-values to replace it with the generated one")
             })?
         }
         _ => generated,
     };
-    add("values.yaml".into(), values, Policy::Regenerated);
+    // Reset, an edited one is overwritten, and said so.
+    let policy = if options.reset_values {
+        Policy::Owned
+    } else {
+        Policy::Regenerated
+    };
+    add("values.yaml".into(), values, policy);
     add(
         "values.schema.json".into(),
         values::schema(&defaults),

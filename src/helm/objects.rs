@@ -92,7 +92,7 @@ impl Marks {
 
     /// The object's YAML with the marks replaced.
     fn render(&self, object: &Value) -> anyhow::Result<String> {
-        let yaml = serde_yaml::to_string(object)?;
+        let yaml = crate::yaml::to_string(object)?;
         // What Go templates would read as an action, in the install file's own text.
         let yaml = yaml.replace("{{", "{{ \"{{\" }}");
         let mut out = String::new();

@@ -259,12 +259,12 @@ fn entry(out: &mut String, indent: usize, key: &str, value: &Value) {
         _ => false,
     };
     if empty || !matches!(value, Value::Mapping(_) | Value::Sequence(_)) {
-        let text = serde_yaml::to_string(value).expect("a value serializes");
+        let text = crate::yaml::to_string(value).expect("a value serializes");
         let _ = writeln!(out, "{pad}{key}: {}", text.trim_end());
         return;
     }
     let _ = writeln!(out, "{pad}{key}:");
-    let text = serde_yaml::to_string(value).expect("a value serializes");
+    let text = crate::yaml::to_string(value).expect("a value serializes");
     for line in text.lines() {
         let _ = writeln!(out, "{pad}  {line}");
     }

@@ -105,6 +105,49 @@ fn scaffolding_again_with_force_duplicates_nothing() {
     assert_eq!(ws.snapshot(), first);
 }
 
+/// `--force` scaffolds a kind again as PROJECT recorded it: with server-side apply, and with
+/// its image and the image's options, unless a flag says otherwise (`--ssa=false`).
+#[test]
+fn force_scaffolds_a_kind_again_as_project_recorded_it() {
+    let ws = project();
+    let mut ssa = APPOTP.to_vec();
+    ssa.push("--ssa");
+    create(&ws, &ssa).success();
+    let first = ws.snapshot();
+    assert!(ws.read("PROJECT").contains("    ssa: true\n"));
+    let mut forced = APPOTP.to_vec();
+    forced.push("--force");
+    create(&ws, &forced).success();
+    assert_eq!(ws.snapshot(), first, "--force without --ssa keeps it");
+    forced.push("--ssa=false");
+    create(&ws, &forced).success();
+    assert!(
+        !ws.read("PROJECT").contains("ssa: true"),
+        "--ssa=false drops it"
+    );
+
+    let ws = project();
+    create(&ws, MEMCACHED).success();
+    let first = ws.snapshot();
+    let memcached = &MEMCACHED[..6];
+    let mut forced = memcached.to_vec();
+    forced.push("--force");
+    create(&ws, &forced).success();
+    assert_eq!(
+        ws.snapshot(),
+        first,
+        "--force without --image keeps the image"
+    );
+    forced.push("--image-container-port=8080");
+    create(&ws, &forced).success();
+    assert!(
+        ws.read("PROJECT").contains("containerPort: \"8080\""),
+        "a flag given changes what it names: {}",
+        ws.read("PROJECT")
+    );
+    assert!(ws.read("PROJECT").contains("memcached:1.6.26-alpine3.19"));
+}
+
 #[test]
 fn a_second_version_joins_the_kinds_crd() {
     let ws = project();
@@ -505,6 +548,39 @@ fn a_plural_that_is_another_kinds_singular_is_refused() {
         ],
     )
     .success();
+}
+
+/// A `--controller-name` whose module is the kind's own controller's is refused, `--force`
+/// or not: `--force` overwrote that controller (the user's reconcile) and PROJECT gained a
+/// duplicate that `alpha generate` could never replay.
+#[test]
+fn a_controller_name_on_the_kinds_own_module_is_refused_even_with_force() {
+    let ws = project();
+    create(
+        &ws,
+        &["--group", "ship", "--version", "v1", "--kind", "Foo"],
+    )
+    .success();
+    for force in [&[][..], &["--force"]] {
+        let mut args = vec![
+            "--group",
+            "ship",
+            "--version",
+            "v1",
+            "--kind",
+            "Foo",
+            "--resource=false",
+            "--controller-name",
+            "foo",
+        ];
+        args.extend_from_slice(force);
+        refuses(
+            &ws,
+            &args,
+            "controller name `foo` would share the module `foo` with the controller of ship.learn.com Kind=Foo: the controllers of a kind need modules of their own",
+            "pick another --controller-name, or pass `--controller --force` without --controller-name to scaffold the controller of ship.learn.com Kind=Foo again",
+        );
+    }
 }
 
 #[test]

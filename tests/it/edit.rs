@@ -648,10 +648,32 @@ fn the_helm_plugin_makes_a_chart_from_the_install_file_and_keeps_the_users_value
     if build_installer(&ws).is_none() {
         return;
     }
+    // A value that YAML 1.1, which Helm reads, takes for a boolean unless quoted.
+    let install = ws.read("dist/install.yaml");
+    assert!(install.contains("        env:\n"), "{install}");
+    assert!(install.contains("    plural: appotps\n"), "{install}");
+    ws.write(
+        "dist/install.yaml",
+        &install
+            .replacen(
+                "        env:\n",
+                "        env:\n        - name: FEATURE\n          value: 'on'\n",
+                1,
+            )
+            .replacen(
+                "    plural: appotps\n",
+                "    plural: appotps\n    categories:\n    - 'yes'\n",
+                1,
+            ),
+    );
     let err = stderr(
         &ws.run(&["edit", "--plugins=helm.kubebuilder.io/v2-alpha"])
             .success(),
     );
+    let values = ws.read("dist/chart/values.yaml");
+    assert!(values.contains("    value: 'on'\n"), "{values}");
+    let crd = ws.read("dist/chart/templates/crd/appotps.appotp.learn.com.yaml");
+    assert!(crd.contains("    categories:\n    - 'yes'\n"), "{crd}");
     for line in [
         "created dist/chart/Chart.yaml",
         "created dist/chart/values.yaml",
@@ -741,9 +763,23 @@ fn the_helm_plugin_makes_a_chart_from_the_install_file_and_keeps_the_users_value
         "edited\n"
     );
 
-    // --force replaces the values, and still keeps Chart.yaml.
+    // --force keeps the values, which are the user's; --reset-values replaces them, and says
+    // so. Chart.yaml is kept either way.
+    let mine = ws
+        .read("dist/chart/values.yaml")
+        .replace("  replicas: 1\n", "  replicas: 3\n");
+    ws.write("dist/chart/values.yaml", &mine);
     ws.run(&["edit", "--plugins=helm/v2-alpha", "--force"])
         .success();
+    assert_eq!(ws.read("dist/chart/values.yaml"), mine);
+    let err = stderr(
+        &ws.run(&["edit", "--plugins=helm/v2-alpha", "--reset-values"])
+            .success(),
+    );
+    assert!(
+        err.lines().any(|l| l == "overwrote dist/chart/values.yaml"),
+        "{err}"
+    );
     assert!(
         ws.read("dist/chart/values.yaml")
             .contains("  replicas: 1\n")
@@ -753,13 +789,13 @@ fn the_helm_plugin_makes_a_chart_from_the_install_file_and_keeps_the_users_value
         "apiVersion: v2\nname: mine\nversion: 9.9.9\n"
     );
 
-    // A values.yaml that is not UTF-8 is refused, --force or not, and nothing changes.
+    // A values.yaml that is not UTF-8 is refused, reset or not, and nothing changes.
     std::fs::write(
         ws.root().join("dist/chart/values.yaml"),
         b"manager:\n  replicas: \xff\n",
     )
     .unwrap();
-    for force in [&[][..], &["--force"][..]] {
+    for force in [&[][..], &["--force"][..], &["--reset-values"][..]] {
         let mut args = vec!["--plugins=helm/v2-alpha"];
         args.extend_from_slice(force);
         refuses(
@@ -776,6 +812,6 @@ fn the_helm_plugin_makes_a_chart_from_the_install_file_and_keeps_the_users_value
         &ws,
         &["--plugins=helm/v2-alpha"],
         "dist/chart/values.yaml is not valid YAML",
-        "correct it, or run again with --force",
+        "correct it, or run again with --reset-values",
     );
 }

@@ -383,7 +383,7 @@ fn args(group: &str, version: &str, kind: &str) -> CreateApiArgs {
         resource: Some(true),
         controller: Some(true),
         controller_name: None,
-        ssa: false,
+        ssa: None,
         image: None,
         image_container_port: None,
         image_container_command: None,
@@ -469,10 +469,10 @@ fn random_projects_scaffold_sound_trees() {
                 args.resource = Some(rng.chance(50));
             }
             if rng.chance(10) && args.image.is_none() {
-                args.ssa = true;
+                args.ssa = Some(true);
             }
             commands.push(format!(
-                "create api --group '{}' --version {} --kind {} --plural {:?} --namespaced {:?} --controller {:?} --controller-name {:?} --ssa={} --image {:?} --force={}",
+                "create api --group '{}' --version {} --kind {} --plural {:?} --namespaced {:?} --controller {:?} --controller-name {:?} --ssa={:?} --image {:?} --force={}",
                 args.group, args.version, args.kind, args.plural, args.namespaced, args.controller, args.controller_name, args.ssa, args.image, args.force
             ));
             if let Err(problem) = tree.create_api(&args) {
