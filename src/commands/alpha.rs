@@ -29,15 +29,30 @@ pub fn generate(options: GenerateOptions) -> anyhow::Result<()> {
     let open = super::open()?;
     let root = open.root.clone();
     let project = project::load(&root)?;
-    let manifest = std::fs::read_to_string(root.join("Cargo.toml"))
-        .context("failed to read the workspace Cargo.toml")?;
+    let manifest = match std::fs::read_to_string(root.join("Cargo.toml")) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            ui::warn(
+                "the workspace Cargo.toml is missing: the project is scaffolded with init's owner and license",
+                None,
+            );
+            String::new()
+        }
+        Err(error) => {
+            return Err(
+                anyhow::Error::new(error).context("failed to read the workspace Cargo.toml")
+            );
+        }
+    };
     let registered = registration_order(&root)?;
     let commands = commands(&project, &manifest, &registered)?;
     if options.dry_run {
-        for command in &commands {
-            ui::note(&shell_line(command));
-        }
-        return Ok(());
+        // The commands are the output, for a script or a reader: stdout, a line each.
+        let lines: String = commands
+            .iter()
+            .map(|command| shell_line(command) + "\n")
+            .collect();
+        return ui::data(lines.as_bytes());
     }
     match &options.output_dir {
         Some(dir) => {
@@ -157,6 +172,10 @@ fn init(project: &Project, manifest: &str) -> anyhow::Result<Vec<String>> {
     if let Some(repo) = &project.repo {
         args.extend(words(&["--repo", repo]));
     }
+    // No workspace manifest (it is missing): init's own owner and license.
+    if manifest.is_empty() {
+        return Ok(finish_init(project, args));
+    }
     if let Some(owner) = crate::manifest::string(manifest, "workspace.package", "authors") {
         args.extend(words(&["--owner", &owner]));
     }
@@ -171,13 +190,18 @@ fn init(project: &Project, manifest: &str) -> anyhow::Result<Vec<String>> {
             .into());
         }
     }
+    Ok(finish_init(project, args))
+}
+
+/// `init`'s flags of scope and layout, after `args`.
+fn finish_init(project: &Project, mut args: Vec<String>) -> Vec<String> {
     if project.namespaced {
         args.push("--namespaced".into());
     }
     if project.multigroup {
         args.push("--multigroup".into());
     }
-    Ok(args)
+    args
 }
 
 /// The kind's `create api` commands: its types and its own controller, then each controller
@@ -476,6 +500,62 @@ fn carry_grafana_config(
     run_all(exe, &[words(&["edit", "--plugins=grafana/v1-alpha"])], dir)
 }
 
+/// Refuses to replace the project's files when git shows some it could not bring back:
+/// changes not committed, untracked files, ignored ones (`.env`, `.idea/`, `bin/`), but for
+/// `target/`, cargo's build output. A project outside git is not checked: the refusal without
+/// `--force` said to commit first.
+fn refuse_what_git_cannot_restore(root: &Path) -> anyhow::Result<()> {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()
+            .filter(|output| output.status.success())
+            .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    let (Some(prefix), Some(status)) = (
+        git(&["rev-parse", "--show-prefix"]),
+        git(&[
+            "--no-optional-locks",
+            "status",
+            "--porcelain",
+            "--ignored",
+            "--",
+            ".",
+        ]),
+    ) else {
+        return Ok(());
+    };
+    let prefix = prefix.trim();
+    let at_risk: Vec<String> = status
+        .lines()
+        .filter_map(|line| {
+            let (state, path) = line.split_at_checked(3)?;
+            let path = path.strip_prefix(prefix).unwrap_or(path);
+            (path != "target/" && !path.starts_with("target/"))
+                .then(|| format!("{}{}", state, ui::shown(path)))
+        })
+        .collect();
+    if at_risk.is_empty() {
+        return Ok(());
+    }
+    const SHOWN: usize = 10;
+    let mut listed = at_risk[..at_risk.len().min(SHOWN)].join("\n");
+    if at_risk.len() > SHOWN {
+        listed.push_str(&format!("\n... and {} more", at_risk.len() - SHOWN));
+    }
+    Err(UserError::new(format!(
+        "alpha generate --force would delete what git cannot bring back ({} entr{} that `git status --ignored` shows):\n{listed}",
+        at_risk.len(),
+        if at_risk.len() == 1 { "y" } else { "ies" }
+    ))
+    .help("commit them, or move them out of the project (ignored files too: only target/ may stay), or pass --output-dir <dir> for a new tree beside the project")
+    .into())
+}
+
 /// Runs `commands` with the rsbuilder `exe` in `dir`, one after the other; the first that fails
 /// is an error with its output.
 pub fn run_all(exe: &Path, commands: &[Vec<String>], dir: &Path) -> anyhow::Result<()> {
@@ -531,6 +611,7 @@ fn in_place(
         .help("pass --output-dir <dir> for a new tree, or --force to replace the project's files (commit them first)")
         .into());
     }
+    refuse_what_git_cannot_restore(root)?;
     let exe = std::env::current_exe().context("failed to find the rsbuilder binary")?;
     crate::apply::replace_tree(root, &project.project_name, |fresh| {
         scaffold_again(root, project, &exe, commands, fresh)

@@ -93,8 +93,13 @@ fn dry_run_prints_the_commands_and_writes_nothing() {
     let before = ws.snapshot();
     let assert = ws.run(&["alpha", "generate", "--dry-run"]).success();
     assert_same_tree(&before, &ws.snapshot(), "--dry-run");
-    let err = stderr(&assert);
-    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        stderr(&assert),
+        "",
+        "the commands are the output, on stdout"
+    );
+    let out = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
         lines[..3],
         [
@@ -114,6 +119,19 @@ fn dry_run_prints_the_commands_and_writes_nothing() {
             "rsbuilder create webhook --group core --version v1 --kind Pod --programmatic-validation",
             "rsbuilder create webhook --group apps --version v1 --kind Deployment --defaulting --programmatic-validation",
         ]
+    );
+
+    // Without the workspace Cargo.toml: init's own owner and license, and a warning.
+    std::fs::remove_file(ws.root().join("Cargo.toml")).unwrap();
+    let assert = ws.run(&["alpha", "generate", "--dry-run"]).success();
+    assert_eq!(
+        stderr(&assert),
+        "warning: the workspace Cargo.toml is missing: the project is scaffolded with init's owner and license\n"
+    );
+    let out = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    assert_eq!(
+        out.lines().next(),
+        Some("rsbuilder init --domain learn.com --project-name memcached-operator")
     );
 }
 
@@ -325,6 +343,59 @@ fn alpha_generate_reads_the_project_only_once_it_holds_the_lock() {
         with_bar.read("api/src/ship/v1/bar.rs"),
         "the kind added meanwhile is scaffolded again"
     );
+}
+
+/// `alpha generate --force` in a git work tree refuses to delete what git cannot bring back:
+/// uncommitted changes, untracked and ignored files (but target/); the tree stays as it was.
+#[test]
+fn alpha_generate_in_place_keeps_what_git_cannot_restore() {
+    if std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var("RSBUILDER_REQUIRE_E2E_LOCAL").as_deref() != Ok("1"),
+            "git is missing"
+        );
+        eprintln!("note: skipping: git is missing");
+        return;
+    }
+    let ws = copy("project-webhooks");
+    git(&ws, &["init", "--quiet"]);
+    git(&ws, &["add", "--all"]);
+    git(&ws, &["commit", "--quiet", "-m", "scaffold"]);
+    let committed = ws.snapshot();
+    ws.write("target/debug/build-output", "cargo's\n");
+    ws.write(".env", "TOKEN=mine\n");
+    ws.write("bin/tool", "downloaded\n");
+    let makefile = ws.read("Makefile");
+    ws.write("Makefile", &format!("{makefile}# mine\n"));
+    let before = ws.snapshot();
+    let err = stderr(&ws.run(&["alpha", "generate", "--force"]).failure().code(1));
+    assert!(
+        err.starts_with(
+            "error: alpha generate --force would delete what git cannot bring back (3 entries that `git status --ignored` shows):\n M Makefile\n?? .env\n!! bin/\nhelp: commit them"
+        ),
+        "{err}"
+    );
+    assert_same_tree(&before, &ws.snapshot(), "refused");
+
+    ws.write("Makefile", &makefile);
+    for gone in [".env", "bin"] {
+        let path = ws.root().join(gone);
+        if path.is_dir() {
+            std::fs::remove_dir_all(path).unwrap();
+        } else {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    ws.run(&["alpha", "generate", "--force"]).success();
+    let mut now = ws.snapshot();
+    now.retain(|path, _| !path.starts_with(".git"));
+    let mut then = committed;
+    then.retain(|path, _| !path.starts_with(".git"));
+    assert!(now == then, "the project is scaffolded again as committed");
 }
 
 /// An "older rsbuilder" for `alpha update`: this one, then the differences of an older
