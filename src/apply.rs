@@ -542,6 +542,9 @@ fn undo(root: &Path, entries: &[Entry]) -> Vec<String> {
                 let target = root.join(path);
                 let _ = fs::remove_file(temporary(&target));
                 match fs::read(root.join(UNDO_DIR).join(path)) {
+                    // The write failed before it changed the file (a full disk, an immutable
+                    // file): there is nothing to restore, and nothing to fail at.
+                    Ok(old) if fs::read(&target).is_ok_and(|now| now == old) => {}
                     Ok(old) => {
                         if let Err(error) = write_atomically(&target, &old) {
                             fail(path, "restore", error);
@@ -1166,6 +1169,27 @@ mod tests {
         assert_eq!(
             read_existing(dir.path(), Path::new("src/none.rs")).unwrap(),
             None
+        );
+    }
+
+    /// A file whose write failed before it changed is left as it is by the undo: restoring it
+    /// would fail again where the write failed (an immutable file, a full disk), and report a
+    /// failure to undo although nothing changed.
+    #[test]
+    fn undo_leaves_a_file_that_was_never_changed_as_it_is() {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir_all(root.join(UNDO_DIR)).unwrap();
+        fs::write(root.join(UNDO_DIR).join("same.txt"), "old").unwrap();
+        fs::write(root.join("same.txt"), "old").unwrap();
+        let inode = fs::metadata(root.join("same.txt")).unwrap().ino();
+        let failures = undo(root, &[Entry::Replace("same.txt".into())]);
+        assert!(failures.is_empty(), "{failures:?}");
+        assert_eq!(
+            fs::metadata(root.join("same.txt")).unwrap().ino(),
+            inode,
+            "not written again"
         );
     }
 

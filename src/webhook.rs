@@ -190,7 +190,7 @@ fn items(key: &str, items: Vec<String>) -> Result<Vec<String>, String> {
 
 /// A webhook path as the API server takes it: `/`, then segments that are each a DNS-1123
 /// subdomain (lowercase letters, digits, `-` and `.`).
-fn checked_path(path: &str) -> Result<String, String> {
+pub fn checked_path(path: &str) -> Result<String, String> {
     let Some(rest) = path.strip_prefix('/') else {
         return Err(format!("path `{path}` must start with `/`"));
     };

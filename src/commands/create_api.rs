@@ -180,6 +180,7 @@ pub fn run(args: CreateApiArgs) -> anyhow::Result<()> {
     }
     next.push_str("  cargo test && make install run");
     ui::note(&next);
+    super::note_older_runtime(&project);
     Ok(())
 }
 
@@ -214,6 +215,24 @@ fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
         && let Some(request) = resolve_builtin(args, project)?
     {
         return Ok(request);
+    }
+    if args.resource != Some(false)
+        && let Ok(Some(kind)) = names::builtin(&args.group, &args.version, &args.kind)
+    {
+        ui::warn(
+            &format!(
+                "{} is one of Kubernetes' own kinds ({}/{}): this scaffolds a new CRD of that name in the group {}.{}, not a controller for Kubernetes' {}",
+                kind.kind,
+                names::group_shown(kind.group),
+                kind.version,
+                args.group,
+                project.domain,
+                kind.kind
+            ),
+            Some(
+                "for a controller of Kubernetes' kind, run the command again with --resource=false",
+            ),
+        );
     }
 
     let family = Family::of(args, project);

@@ -125,6 +125,7 @@ pub fn run(args: CreateWebhookArgs) -> anyhow::Result<()> {
          `make deploy` needs cert-manager in the cluster; `make run` serves no webhooks (ENABLE_WEBHOOKS=false)",
         module_path(&request.names).display()
     ));
+    super::note_older_runtime(&project);
     Ok(())
 }
 
@@ -595,20 +596,19 @@ fn resource_names(resource: &Resource, project: &Project) -> ResourceNames {
 }
 
 /// A webhook path: an absolute URL path the manifests and the router share.
+/// A path for a webhook, by the rule the marker it goes into is read with (`generate` reads
+/// the same rule back): `/`, then DNS-1123 subdomains, as the API server requires.
 fn validate_path(path: &str, flag: &str) -> Result<(), UserError> {
-    let valid = path.starts_with('/')
-        && path.len() > 1
+    let valid = path.len() > 1
         && path.len() <= 253
-        && path
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
-        && !path.contains("//")
+        && crate::webhook::checked_path(path).is_ok()
         && path != CONVERT_PATH;
     if valid {
         Ok(())
     } else {
         Err(UserError::new(format!(
-            "invalid {flag} `{path}`: must be an absolute path of letters, digits, `-`, `_`, `.` and `/`, other than /convert"
+            "invalid {flag} `{}`: must be `/` then segments of lowercase letters, digits, `-` and `.` (each starting and ending with a letter or digit, as the API server requires), other than /convert",
+            crate::ui::shown(path)
         ))
         .help(format!("pass something like `{flag}=/custom-mutate-application`")))
     }

@@ -81,9 +81,16 @@ pub fn run(args: InitArgs) -> anyhow::Result<()> {
     // One command at a time plans and writes a project.
     let _lock = apply::lock(&root)?;
     refuse_nested_project(&root)?;
-    let (context, project) = resolve(&args, &root)?;
+    let (context, mut project) = resolve(&args, &root)?;
     if args.force {
         refuse_project_with_apis(&root)?;
+        // The plugins' files stay: so do their records, which later commands follow.
+        if root.join(project::FILE).is_file() {
+            let existing = project::load(&root)?;
+            project.helm = existing.helm;
+            project.grafana = existing.grafana;
+            project.autoupdate = existing.autoupdate;
+        }
     } else {
         refuse_existing_project(&root)?;
     }
@@ -179,13 +186,37 @@ fn refuse_nested_project(root: &Path) -> anyhow::Result<()> {
     .into())
 }
 
+/// The layout of the PROJECT file at `path` when it is not rsbuilder's (kubebuilder's
+/// `go.kubebuilder.io/v4`, say); `None` for rsbuilder's, or a file that says no layout.
+fn other_layout(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let value: serde_yaml::Value = serde_yaml::from_str(&text).ok()?;
+    let layouts: Vec<&str> = value
+        .get("layout")?
+        .as_sequence()?
+        .iter()
+        .filter_map(serde_yaml::Value::as_str)
+        .collect();
+    let ours = layouts.iter().any(|l| l.starts_with("rsbuilder.io/"));
+    (!ours).then(|| layouts.first().map(|l| (*l).to_owned()))?
+}
+
 fn refuse_existing_project(root: &Path) -> anyhow::Result<()> {
     let Some(found) = PROJECT_MARKERS.iter().find(|name| root.join(name).exists()) else {
         return Ok(());
     };
     let error = if root.join(project::FILE).is_file() {
-        UserError::new("the current directory is already an rsbuilder project: found `PROJECT`")
-            .help("add APIs with `rsbuilder create api`, or pass --force to scaffold the files of `init` again")
+        match other_layout(&root.join(project::FILE)) {
+            Some(layout) => UserError::new(format!(
+                "the current directory is a project of another tool: its `PROJECT` has the layout `{}`",
+                crate::ui::shown(&layout)
+            ))
+            .help("run `rsbuilder init` in a new directory; `rsbuilder create api` there for each kind of this one"),
+            None => UserError::new(
+                "the current directory is already an rsbuilder project: found `PROJECT`",
+            )
+            .help("add APIs with `rsbuilder create api`, or pass --force to scaffold the files of `init` again"),
+        }
     } else if *found == "Cargo.toml" {
         UserError::new(
             "the current directory holds a Cargo project that rsbuilder did not scaffold: found `Cargo.toml`",

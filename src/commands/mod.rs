@@ -37,6 +37,28 @@ pub fn open() -> anyhow::Result<Open> {
     Ok(Open { root, _lock: lock })
 }
 
+/// After a command that scaffolded code against the runtime: a note when the project's runtime
+/// is older than this rsbuilder's, whose scaffold the new code follows.
+pub fn note_older_runtime(project: &project::Project) {
+    let Some(recorded) = &project.runtime else {
+        return;
+    };
+    let installed = crate::runtime::version();
+    let older = match (
+        semver::Version::parse(&recorded.version),
+        semver::Version::parse(&installed),
+    ) {
+        (Ok(recorded), Ok(installed)) => recorded < installed,
+        _ => false,
+    };
+    if older {
+        crate::ui::note(&format!(
+            "the project's runtime is rsbuilder-runtime {}, older than this rsbuilder's {installed}, which the new code is written for: `rsbuilder upgrade` brings it",
+            recorded.version
+        ));
+    }
+}
+
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {

@@ -18,8 +18,6 @@ use crate::runtime;
 use crate::scaffold::{Plan, PlannedFile, Policy};
 use crate::ui::{self, UserError};
 
-/// Lines of diff shown per file with `--dry-run`.
-const DIFF_LINES: usize = 60;
 /// The workspace manifest.
 const MANIFEST: &str = "Cargo.toml";
 
@@ -276,21 +274,38 @@ fn plan(
 
 /// Prints a unified diff of every file the plan changes, and the files it removes, to stdout:
 /// the diff is what `--dry-run` was asked for, and `> upgrade.diff` keeps it.
+///
+/// The diff is whole, so that `git apply upgrade.diff` makes the upgrade: a file made is
+/// `--- /dev/null`, a file removed `+++ /dev/null` with its every line.
 fn show_diff(root: &Path, plan: &Plan) -> anyhow::Result<()> {
     let mut out = String::new();
+    let mut push = |text: String| {
+        out.push_str(&text);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    };
     for file in &plan.files {
-        let current = std::fs::read_to_string(root.join(&file.path)).unwrap_or_default();
-        if current != file.contents {
+        let current = std::fs::read_to_string(root.join(&file.path));
+        if current.as_deref().ok() != Some(file.contents.as_str()) {
             let path = file.path.to_string_lossy().replace('\\', "/");
-            out.push_str(&diff::unified(&path, &current, &file.contents, DIFF_LINES));
-            if !out.ends_with('\n') {
-                out.push('\n');
-            }
+            let before = current.as_deref().unwrap_or_default();
+            let text = diff::unified(&path, before, &file.contents, usize::MAX);
+            push(if root.join(&file.path).exists() {
+                text
+            } else {
+                text.replacen(&format!("--- a/{path}\n"), "--- /dev/null\n", 1)
+            });
         }
     }
     for path in &plan.removals {
+        let current = std::fs::read_to_string(root.join(path)).unwrap_or_default();
         let path = path.to_string_lossy().replace('\\', "/");
-        out.push_str(&format!("--- a/{path}\n+++ /dev/null\n"));
+        push(diff::unified(&path, &current, "", usize::MAX).replacen(
+            &format!("+++ b/{path}\n"),
+            "+++ /dev/null\n",
+            1,
+        ));
     }
     ui::data(out.as_bytes())
 }

@@ -494,7 +494,15 @@ pub fn project_files(
         Some(file) => Some(file.contents.clone()),
         None => match std::fs::read_to_string(root.join("Makefile")) {
             Ok(text) => Some(text),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                crate::ui::warn(
+                    "the project has no Makefile: the Helm targets (helm-deploy, helm-lint, ...) are not added, and .github/workflows/test-chart.yml runs `make helm-*`",
+                    Some(
+                        "put the Makefile back (from version control), then run `rsbuilder edit --plugins=helm/v2-alpha` again",
+                    ),
+                );
+                None
+            }
             Err(error) => {
                 return Err(anyhow::Error::new(error).context("failed to read the Makefile"));
             }

@@ -583,6 +583,33 @@ fn a_controller_name_on_the_kinds_own_module_is_refused_even_with_force() {
     }
 }
 
+/// `--group core --kind Pod` with its types makes a CRD of that name in the project's domain,
+/// not a controller for Kubernetes' Pod: it is said, with the flag that does the other.
+#[test]
+fn a_kind_of_kubernetes_with_its_types_is_said_to_be_a_new_crd() {
+    let ws = project();
+    let err = stderr(
+        &create(
+            &ws,
+            &["--group", "core", "--version", "v1", "--kind", "Pod"],
+        )
+        .success(),
+    );
+    assert!(
+        err.starts_with("warning: Pod is one of Kubernetes' own kinds (core/v1): this scaffolds a new CRD of that name in the group core.learn.com, not a controller for Kubernetes' Pod\nhelp: for a controller of Kubernetes' kind, run the command again with --resource=false\n"),
+        "{err}"
+    );
+    let ws = project();
+    let err = stderr(
+        &create(
+            &ws,
+            &["--group", "apps", "--version", "v1", "--kind", "Cache"],
+        )
+        .success(),
+    );
+    assert!(!err.contains("warning:"), "{err}");
+}
+
 #[test]
 fn a_controller_name_over_63_characters_is_refused() {
     let ws = project();

@@ -491,7 +491,13 @@ fn bad_input_is_refused_and_changes_nothing() {
         ),
         (
             format!("{APPLICATION} --programmatic-validation --validation-path validate"),
-            "invalid --validation-path `validate`: must be an absolute path of letters, digits, `-`, `_`, `.` and `/`, other than /convert",
+            "invalid --validation-path `validate`: must be `/` then segments of lowercase letters, digits, `-` and `.` (each starting and ending with a letter or digit, as the API server requires), other than /convert",
+            "pass something like `--validation-path=/custom-mutate-application`",
+        ),
+        // What the marker would refuse is refused at the flag, before any file is planned.
+        (
+            format!("{APPLICATION} --programmatic-validation --validation-path /Mutate_Foo"),
+            "invalid --validation-path `/Mutate_Foo`: must be `/` then segments of lowercase letters, digits, `-` and `.` (each starting and ending with a letter or digit, as the API server requires), other than /convert",
             "pass something like `--validation-path=/custom-mutate-application`",
         ),
         (

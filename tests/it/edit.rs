@@ -572,6 +572,23 @@ fn the_update_workflow_never_overwrites_commits_it_did_not_make() {
     );
 }
 
+/// The Helm plugin in a project without a Makefile says that the chart's targets, which its
+/// workflow runs, are missing.
+#[test]
+fn the_helm_plugin_without_a_makefile_says_so() {
+    let ws = project(&[]);
+    if build_installer(&ws).is_none() {
+        return;
+    }
+    std::fs::remove_file(ws.root().join("Makefile")).unwrap();
+    let err = stderr(&ws.run(&["edit", "--plugins=helm/v2-alpha"]).success());
+    assert!(
+        err.contains("warning: the project has no Makefile: the Helm targets (helm-deploy, helm-lint, ...) are not added, and .github/workflows/test-chart.yml runs `make helm-*`\nhelp: put the Makefile back"),
+        "{err}"
+    );
+    assert!(!ws.root().join("Makefile").exists());
+}
+
 /// `make build-installer`'s install file, written with `kubectl kustomize config/default`; `None`
 /// with a note when kubectl does not run, unless `RSBUILDER_REQUIRE_KUBECTL=1`.
 fn build_installer(ws: &Workspace) -> Option<()> {

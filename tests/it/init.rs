@@ -217,6 +217,39 @@ fn a_cargo_project_is_told_from_an_rsbuilder_project_and_force_keeps_the_users_f
     assert_eq!(ws.read("README.md"), "# Mine\n");
 }
 
+/// `init --force` keeps PROJECT's plugin records, whose files it leaves in place.
+#[test]
+fn init_force_keeps_the_plugins_records() {
+    let ws = Workspace::new("otp-operator");
+    ws.run(&["init", "--domain", "learn.com"]).success();
+    ws.run(&["edit", "--plugins=grafana/v1-alpha,autoupdate/v1-alpha"])
+        .success();
+    let project = ws.read("PROJECT");
+    assert!(
+        project.contains("grafana.kubebuilder.io/v1-alpha"),
+        "{project}"
+    );
+    ws.run(&["init", "--domain", "learn.com", "--force"])
+        .success();
+    assert_eq!(ws.read("PROJECT"), project);
+}
+
+/// A kubebuilder project is told from an rsbuilder one: its PROJECT has another layout.
+#[test]
+fn a_kubebuilder_project_is_not_called_an_rsbuilder_project() {
+    let ws = Workspace::new("otp-operator");
+    ws.write(
+        "PROJECT",
+        "domain: learn.com\nlayout:\n- go.kubebuilder.io/v4\nprojectName: otp\nversion: \"3\"\n",
+    );
+    refuses(
+        &ws,
+        &["init", "--domain", "learn.com"],
+        "the current directory is a project of another tool: its `PROJECT` has the layout `go.kubebuilder.io/v4`",
+        "run `rsbuilder init` in a new directory; `rsbuilder create api` there for each kind of this one",
+    );
+}
+
 #[test]
 fn init_twice_is_refused_and_force_scaffolds_again() {
     let ws = Workspace::new("otp-operator");

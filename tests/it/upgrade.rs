@@ -210,6 +210,33 @@ fn a_dry_run_shows_the_diff_and_writes_nothing() {
     );
     assert!(!err.contains("upgraded the runtime"), "{err}");
     assert_same_tree(&before, &ws.snapshot(), "upgrade --dry-run");
+
+    // `upgrade --dry-run > upgrade.diff; git apply upgrade.diff` is the upgrade, the removal
+    // included.
+    let applied = Workspace::new("dry-operator");
+    for (path, bytes) in &before {
+        let target = applied.root().join(path);
+        if ws.root().join(path).is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::write(&target, bytes).unwrap();
+        }
+    }
+    let patch = applied.root().parent().unwrap().join("upgrade.diff");
+    std::fs::write(&patch, &out).unwrap();
+    let git = std::process::Command::new("git")
+        .args(["apply", "--unsafe-paths"])
+        .arg(&patch)
+        .current_dir(applied.root())
+        .output()
+        .expect("git runs");
+    assert!(git.status.success(), "{git:?}");
+    ws.run(&["upgrade"]).success();
+    assert_same_tree(
+        &ws.snapshot(),
+        &applied.snapshot(),
+        "git apply of the dry run",
+    );
 }
 
 #[test]
@@ -293,4 +320,57 @@ fn a_runtime_checked_out_with_crlf_line_ends_is_unchanged() {
         "{}",
         stderr(&assert)
     );
+}
+
+/// `create api` and `create webhook` in a project whose runtime is older than this
+/// rsbuilder's say so, and name `upgrade`.
+#[test]
+fn scaffolding_on_an_older_runtime_names_upgrade() {
+    let ws = project("older-operator");
+    make_runtime_older(&ws);
+    let said = "the project's runtime is rsbuilder-runtime 0.0.9, older than this rsbuilder's 0.1.0, which the new code is written for: `rsbuilder upgrade` brings it\n";
+    let err = stderr(
+        &ws.run(&[
+            "create",
+            "api",
+            "--group",
+            "ship",
+            "--version",
+            "v1",
+            "--kind",
+            "Frigate",
+        ])
+        .success(),
+    );
+    assert!(err.ends_with(said), "{err}");
+    let err = stderr(
+        &ws.run(&[
+            "create",
+            "webhook",
+            "--group",
+            "ship",
+            "--version",
+            "v1",
+            "--kind",
+            "Frigate",
+            "--defaulting",
+        ])
+        .success(),
+    );
+    assert!(err.ends_with(said), "{err}");
+    ws.run(&["upgrade"]).success();
+    let err = stderr(
+        &ws.run(&[
+            "create",
+            "api",
+            "--group",
+            "ship",
+            "--version",
+            "v1",
+            "--kind",
+            "Sloop",
+        ])
+        .success(),
+    );
+    assert!(!err.contains("rsbuilder upgrade"), "{err}");
 }
