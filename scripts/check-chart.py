@@ -31,6 +31,11 @@ its `-system` suffix, and NS is that Namespace's name. The checks:
  8. schema refusal: values.schema.json exists, and values of the wrong type make helm fail
     with a message about the values or the schema.
  9. image override: manager.image.repository and manager.image.tag make the container image.
+10. manager fields: every field install.yaml sets on the manager Deployment (its labels and
+    annotations, the pod's, pull secrets, priority class, strategy, spread constraints,
+    scheduling, volumes and mounts, env, args, ports, probes, resources, security contexts)
+    is in the default render with the same value; labels under app.kubernetes.io/ are the
+    chart's own, and the certificate volumes name the release's Secrets.
 
 Helm runs without a cluster (`template` and `lint` only), each call with a 120 s timeout.
 """
@@ -590,6 +595,89 @@ def coverage_reasons(chart, objs, text):
     return reasons
 
 
+# Labels the chart writes itself, with its own values: kustomize's are replaced by Helm's.
+CHART_LABEL_PREFIX = "app.kubernetes.io/"
+# The fields of the manager's pod spec and container that the chart must carry as they are.
+POD_FIELDS = (
+    "imagePullSecrets",
+    "priorityClassName",
+    "topologySpreadConstraints",
+    "nodeSelector",
+    "tolerations",
+    "affinity",
+    "securityContext",
+    "terminationGracePeriodSeconds",
+)
+CONTAINER_FIELDS = ("image", "resources", "securityContext", "livenessProbe", "readinessProbe")
+# Volumes the chart writes from certManager.enabled, naming the release's Secrets.
+CERT_VOLUMES = ("webhook-certs", "metrics-certs")
+
+
+def check_manager_fields(chart):
+    """Every field install.yaml sets on the manager Deployment is in the default render, with
+    the same value (strings stay strings: YAML 1.1 words included)."""
+    objs, _, error = chart.template()
+    if error:
+        chart.report.check("manager fields", [error])
+        return
+    chart.report.check("manager fields", manager_field_reasons(chart.manifests, objs))
+
+
+def manager_field_reasons(manifests, objs):
+    installed, rendered = of_kind(manifests, "Deployment"), of_kind(objs, "Deployment")
+    if len(installed) != 1 or len(rendered) != 1:
+        return [f"{len(installed)} Deployments in install.yaml, {len(rendered)} rendered; 1 each expected"]
+    want, have = installed[0], rendered[0]
+    reasons = []
+
+    def same(label, expected, actual):
+        if expected != actual:
+            reasons.append(f"{label}: install.yaml has {expected!r}, the chart {actual!r}")
+
+    def within(label, expected, actual, skip=lambda key: False):
+        for key, value in (expected or {}).items():
+            if not skip(key):
+                same(f"{label}[{key}]", value, (actual or {}).get(key))
+
+    chart_label = lambda key: key.startswith(CHART_LABEL_PREFIX)
+    within("metadata.annotations", annotations(want), annotations(have))
+    within("metadata.labels", meta(want).get("labels"), meta(have).get("labels"), chart_label)
+    template_meta = lambda d: (d["spec"].get("template") or {}).get("metadata") or {}
+    within("pod annotations", template_meta(want).get("annotations"), template_meta(have).get("annotations"))
+    within("pod labels", template_meta(want).get("labels"), template_meta(have).get("labels"), chart_label)
+    if "strategy" in want["spec"]:
+        same("spec.strategy", want["spec"]["strategy"], have["spec"].get("strategy"))
+    want_pod, have_pod = pod_spec(want), pod_spec(have)
+    for field in POD_FIELDS:
+        if field in want_pod:
+            same(f"pod {field}", want_pod[field], have_pod.get(field))
+    have_volumes = {v.get("name"): v for v in have_pod.get("volumes") or []}
+    for volume in want_pod.get("volumes") or []:
+        name = volume.get("name")
+        if name not in have_volumes:
+            reasons.append(f"volume {name}: not rendered")
+        elif name not in CERT_VOLUMES:
+            same(f"volume {name}", volume, have_volumes[name])
+    want_container, have_container = manager_containers([want])[0], manager_containers([have])[0]
+    for field in CONTAINER_FIELDS:
+        if field in want_container and field != "image":
+            same(f"container {field}", want_container[field], have_container.get(field))
+    for mount in want_container.get("volumeMounts") or []:
+        if mount not in (have_container.get("volumeMounts") or []):
+            reasons.append(f"volumeMount {mount!r}: not rendered")
+    have_env = {e.get("name"): e for e in have_container.get("env") or []}
+    for variable in want_container.get("env") or []:
+        same(f"env {variable.get('name')}", variable, have_env.get(variable.get("name")))
+    for arg in want_container.get("args") or []:
+        if str(arg) not in [str(a) for a in have_container.get("args") or []]:
+            reasons.append(f"arg {arg!r}: not rendered")
+    have_ports = have_container.get("ports") or []
+    for port in want_container.get("ports") or []:
+        if port not in have_ports:
+            reasons.append(f"port {port!r}: not rendered")
+    return reasons
+
+
 def check_toggles(chart):
     for sets, assertion in TOGGLES:
         chart.render_and_check(f"toggle {sets}", [sets], assertion)
@@ -757,6 +845,7 @@ def main():
         check_lint,
         check_default,
         check_coverage,
+        check_manager_fields,
         check_toggles,
         check_values_removed,
         check_second_release,

@@ -13,7 +13,9 @@
 #      fault tier (scripts/faults.py): the emulator answers late, never, 429/503 with and
 #      without Retry-After, cuts watches, steals the Lease, holds an object that does not decode.
 #      Helm charts are checked with a real helm (scripts/install-helm.sh, scripts/check-chart.sh):
-#      project-v4-with-plugins' own, and one made for project-webhooks and project-deploy-image.
+#      project-v4-with-plugins' own and one from its install file dressed with what users set
+#      on the manager (scripts/dress-install.py), and one made for project-webhooks and
+#      project-deploy-image.
 #      Without helm that tier is skipped, and said so, unless RSBUILDER_REQUIRE_HELM=1 (CI sets it).
 #   3. the user journeys (scripts/journeys.sh): a project whose types and samples are edited
 #      as users edit them, then built, linted, tested and regenerated.
@@ -167,6 +169,14 @@ for golden in testdata/*/; do
       fi
       if [[ -d dist/chart ]]; then
         echo "-- [${SECONDS}s] the Helm chart: scripts/check-chart.sh"
+        "$8/scripts/check-chart.sh" "$7" dist/chart dist/install.yaml | grep -v "^ok: "
+      fi
+      if [[ "$6" == project-v4-with-plugins ]]; then
+        # What users set on the manager through kustomize (pull secrets, priority class,
+        # volumes, labels and annotations, YAML 1.1 words such as `on`) reaches the chart.
+        echo "-- [${SECONDS}s] the chart of a dressed install file: scripts/dress-install.py, scripts/check-chart.sh"
+        python3 "$8/scripts/dress-install.py" dist/install.yaml
+        "$rsbuilder" edit --plugins=helm/v2-alpha --reset-values 2>&1 | tail -n 1
         "$8/scripts/check-chart.sh" "$7" dist/chart dist/install.yaml | grep -v "^ok: "
       fi
     fi

@@ -370,7 +370,7 @@ pub fn lock(root: &Path) -> anyhow::Result<ProjectLock> {
     match dir.try_lock() {
         Ok(()) => {}
         Err(fs::TryLockError::WouldBlock) => {
-            ui::note("waiting for another rsbuilder command in this project to finish");
+            ui::note(&waiting_message(root));
             dir.lock()
                 .with_context(|| format!("failed to lock `{}`", root.display()))?;
         }
@@ -379,7 +379,67 @@ pub fn lock(root: &Path) -> anyhow::Result<ProjectLock> {
         }
     }
     recover(root)?;
+    crate::swap::recover(root)?;
     Ok(ProjectLock { _dir: dir })
+}
+
+/// What a command says while it waits for the lock: which process holds it, when
+/// `/proc/locks` tells, and that the holder may be waiting at a prompt.
+fn waiting_message(root: &Path) -> String {
+    let holder = lock_holder(root)
+        .map(|(pid, command)| format!(": process {pid} (`{command}`) holds its lock"))
+        .unwrap_or_default();
+    format!(
+        "waiting for another rsbuilder command in this project to finish{holder}; if it asks a question, answer it in its terminal"
+    )
+}
+
+/// The process holding the lock of the folder `root`, and its command line.
+fn lock_holder(root: &Path) -> Option<(u32, String)> {
+    use std::os::unix::fs::MetadataExt as _;
+    let folder = fs::metadata(root).ok()?;
+    let pid = lock_owner(
+        &fs::read_to_string("/proc/locks").ok()?,
+        folder.dev(),
+        folder.ino(),
+    )?;
+    let command = command_line(&fs::read(format!("/proc/{pid}/cmdline")).ok()?)?;
+    Some((pid, command))
+}
+
+/// A process's command line as `/proc/<pid>/cmdline` holds it (arguments ended by NUL
+/// bytes), for a person: the program's file name and its arguments, separated by spaces.
+fn command_line(cmdline: &[u8]) -> Option<String> {
+    let mut args = cmdline
+        .split(|byte| *byte == 0)
+        .filter(|arg| !arg.is_empty())
+        .map(String::from_utf8_lossy);
+    let program = args.next()?;
+    let program = program.rsplit('/').next().unwrap_or_default().to_owned();
+    Some(
+        std::iter::once(program)
+            .chain(args.map(|arg| arg.into_owned()))
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
+
+/// The pid that holds a `flock` on the file `dev`/`ino` in the text of `/proc/locks`, whose
+/// lines read `1: FLOCK  ADVISORY  WRITE 4321 fd:01:1234 0 EOF` (a waiter's line has `->`
+/// after the number, and is not a holder).
+fn lock_owner(locks: &str, dev: u64, ino: u64) -> Option<u32> {
+    // The kernel's 12-bit major and 20-bit minor in the 32 bits it gives `st_dev`: the minor's
+    // low byte, the major, then the rest of the minor.
+    let major = (dev >> 8) & 0xfff;
+    let minor = (dev & 0xff) + ((dev >> 12) & !0xff);
+    let file = format!("{major:02x}:{minor:02x}:{ino}");
+    locks.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            [_, "FLOCK", _, _, pid, id, ..] if *id == file => pid.parse().ok(),
+            _ => None,
+        }
+    })
 }
 
 /// Undoes the changes of a command that was interrupted while it wrote (killed, or the machine
@@ -622,8 +682,13 @@ fn write_all(root: &Path, changes: &[Change]) -> anyhow::Result<()> {
     {
         return Ok(());
     }
-    // Ctrl-C and SIGTERM no longer end the process while it writes: the writes stop, and what
-    // was written is undone. Afterwards they end it again, as before the writes.
+    guarded(|interrupted| write_journaled(root, changes, interrupted))
+}
+
+/// Runs `write` with Ctrl-C and SIGTERM caught: they no longer end the process, they set the
+/// flag `write` is given, which it checks between its steps to stop and undo what it wrote.
+/// Afterwards they end the process again, as before.
+pub fn guarded<T>(write: impl FnOnce(&AtomicBool) -> T) -> T {
     let interrupted = Arc::new(AtomicBool::new(false));
     let defaults = signal_defaults();
     defaults.store(false, Ordering::SeqCst);
@@ -631,7 +696,7 @@ fn write_all(root: &Path, changes: &[Change]) -> anyhow::Result<()> {
         .into_iter()
         .filter_map(|signal| signal_hook::flag::register(signal, interrupted.clone()).ok())
         .collect();
-    let result = write_journaled(root, changes, &interrupted);
+    let result = write(&interrupted);
     for handler in handlers {
         signal_hook::low_level::unregister(handler);
     }
@@ -760,77 +825,6 @@ pub fn fill_new_dir(
     result
 }
 
-/// Replaces every entry of `root` but `.git` with those of a tree `build` makes in `<name>`,
-/// a folder next to `root` (on its file system, so that the swap only renames). The old
-/// entries go aside first and come back if the swap fails; the folder beside is removed at the
-/// end. One left by an interrupted run is refused, as it may hold the project's files.
-pub fn replace_tree(
-    root: &Path,
-    name: &str,
-    build: impl FnOnce(&Path) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    let dir_name = root
-        .file_name()
-        .context("the project has no directory name")?
-        .to_string_lossy();
-    let staging = root.with_file_name(format!(".{dir_name}.rsbuilder-generate"));
-    if staging.exists() {
-        return Err(UserError::new(format!(
-            "`{}` exists: an earlier alpha generate was interrupted",
-            staging.display()
-        ))
-        .help("look for files of yours in it, then remove it and run the command again")
-        .into());
-    }
-    fs::create_dir(&staging)
-        .with_context(|| format!("failed to create `{}`", staging.display()))?;
-    let fresh = staging.join(name);
-    let aside = staging.join("previous");
-    let result = fill_new_dir(&fresh, build)
-        .and_then(|()| Ok(fs::create_dir(&aside)?))
-        .and_then(|()| swap(root, &fresh, &aside));
-    // After a failed swap, the project's files are back; the folder beside keeps nothing.
-    let emptied = fs::read_dir(&aside).map_or(true, |mut d| d.next().is_none());
-    if result.is_ok() || emptied {
-        let _ = fs::remove_dir_all(&staging);
-    }
-    result
-}
-
-/// Moves the entries of `root` but `.git` into `aside`, then those of `fresh` into `root`; on
-/// a failure, moves everything back.
-fn swap(root: &Path, fresh: &Path, aside: &Path) -> anyhow::Result<()> {
-    let kept = |name: &std::ffi::OsStr| name == ".git";
-    let mut moved_aside = Vec::new();
-    let mut moved_in = Vec::new();
-    let result = (|| -> anyhow::Result<()> {
-        for entry in fs::read_dir(root)? {
-            let name = entry?.file_name();
-            if !kept(&name) {
-                fs::rename(root.join(&name), aside.join(&name))?;
-                moved_aside.push(name);
-            }
-        }
-        for entry in fs::read_dir(fresh)? {
-            let name = entry?.file_name();
-            if !kept(&name) {
-                fs::rename(fresh.join(&name), root.join(&name))?;
-                moved_in.push(name);
-            }
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        for name in &moved_in {
-            let _ = fs::rename(root.join(name), fresh.join(name));
-        }
-        for name in &moved_aside {
-            let _ = fs::rename(aside.join(name), root.join(name));
-        }
-    }
-    result.context("failed to put the new tree in place; the project's files are as they were")
-}
-
 /// A folder of its own under the system's temporary folder, for files that are not the
 /// project's (the trees `alpha update` merges, the sides of one merge); removed when dropped.
 pub struct Scratch(PathBuf);
@@ -891,82 +885,6 @@ mod tests {
     #[test]
     fn one_flag_gives_the_signals_their_default_action_back() {
         assert!(std::ptr::eq(signal_defaults(), signal_defaults()));
-    }
-
-    /// A tree with `.git`, a file and a folder, as a project is.
-    fn project_dir(parent: &Path) -> PathBuf {
-        let root = parent.join("shop");
-        fs::create_dir_all(root.join(".git")).unwrap();
-        fs::create_dir_all(root.join("src")).unwrap();
-        fs::write(root.join(".git/HEAD"), "ref").unwrap();
-        fs::write(root.join("src/lib.rs"), "old").unwrap();
-        fs::write(root.join("PROJECT"), "old").unwrap();
-        root
-    }
-
-    fn entries(root: &Path) -> Vec<(String, String)> {
-        let mut all: Vec<(String, String)> = walkdir::WalkDir::new(root)
-            .min_depth(1)
-            .into_iter()
-            .map(|e| e.unwrap())
-            .map(|e| {
-                let text = fs::read_to_string(e.path()).unwrap_or_default();
-                (
-                    e.path().strip_prefix(root).unwrap().display().to_string(),
-                    text,
-                )
-            })
-            .collect();
-        all.sort();
-        all
-    }
-
-    #[test]
-    fn a_tree_replaced_keeps_git_and_a_failed_build_or_swap_keeps_the_old_one() {
-        let parent = tempfile::tempdir().unwrap();
-        let root = project_dir(parent.path());
-        let before = entries(&root);
-
-        // A build that fails leaves the project and its parent as they were.
-        let error = replace_tree(&root, "shop", |dir| {
-            fs::write(dir.join("PROJECT"), "new")?;
-            anyhow::bail!("no")
-        })
-        .unwrap_err();
-        assert_eq!(error.to_string(), "no");
-        assert_eq!(entries(&root), before);
-        assert_eq!(fs::read_dir(parent.path()).unwrap().count(), 1);
-
-        // A swap that fails half way (the new tree is gone) moves the old entries back.
-        let aside = parent.path().join("aside");
-        fs::create_dir(&aside).unwrap();
-        let error = swap(&root, &parent.path().join("missing"), &aside).unwrap_err();
-        assert!(
-            error
-                .to_string()
-                .starts_with("failed to put the new tree in place")
-        );
-        assert_eq!(entries(&root), before);
-        assert_eq!(fs::read_dir(&aside).unwrap().count(), 0);
-        fs::remove_dir(&aside).unwrap();
-
-        // A build that succeeds replaces everything but .git, and leaves nothing beside.
-        replace_tree(&root, "shop", |dir| {
-            fs::write(dir.join("PROJECT"), "new")?;
-            fs::create_dir(dir.join(".git"))?;
-            Ok(fs::write(dir.join("Makefile"), "new")?)
-        })
-        .unwrap();
-        assert_eq!(
-            entries(&root),
-            [
-                (".git".to_owned(), String::new()),
-                (".git/HEAD".to_owned(), "ref".to_owned()),
-                ("Makefile".to_owned(), "new".to_owned()),
-                ("PROJECT".to_owned(), "new".to_owned()),
-            ]
-        );
-        assert_eq!(fs::read_dir(parent.path()).unwrap().count(), 1);
     }
 
     fn file(path: &str, contents: &str, policy: Policy) -> PlannedFile {
@@ -1639,6 +1557,62 @@ mod tests {
             assert_eq!(snapshot(root), before);
             assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
         }
+    }
+
+    /// The holder of a lock is read from `/proc/locks`: the pid on the FLOCK line of the file,
+    /// not a waiter's line, nor another file's or another device's.
+    #[test]
+    fn the_lock_holder_is_the_flock_line_of_the_folder() {
+        // dev 0xfd01 (major 0xfd, minor 1); dev 0x801 (major 8, minor 1) is another device.
+        let locks = "1: POSIX  ADVISORY  WRITE 11 fd:01:99 0 EOF\n\
+                     2: FLOCK  ADVISORY  WRITE 22 08:01:1234 0 EOF\n\
+                     3: FLOCK  ADVISORY  WRITE 33 fd:01:12345 0 EOF\n\
+                     3: -> FLOCK  ADVISORY  WRITE 44 fd:01:1234 0 EOF\n\
+                     4: FLOCK  ADVISORY  WRITE 55 fd:01:1234 0 EOF\n";
+        assert_eq!(lock_owner(locks, 0xfd01, 1234), Some(55));
+        assert_eq!(lock_owner(locks, 0x801, 1234), Some(22));
+        assert_eq!(lock_owner(locks, 0xfd01, 99), None);
+        assert_eq!(lock_owner(locks, 0xfd01, 7), None);
+        // A large device number: major 259, minor 300 (dev_t's split encoding).
+        let dev = (300 & 0xff) | ((259 & 0xfff) << 8) | ((300 & !0xff) << 12);
+        assert_eq!(
+            lock_owner("1: FLOCK  ADVISORY  WRITE 66 103:12c:5 0 EOF\n", dev, 5),
+            Some(66)
+        );
+    }
+
+    #[test]
+    fn a_command_line_reads_as_typed() {
+        assert_eq!(
+            command_line(b"/usr/local/bin/rsbuilder\0create\0api\0--kind\0Bar\0").as_deref(),
+            Some("rsbuilder create api --kind Bar")
+        );
+        assert_eq!(
+            command_line(b"rsbuilder\0\0edit\0").as_deref(),
+            Some("rsbuilder edit")
+        );
+        assert_eq!(command_line(b""), None);
+    }
+
+    /// A command waiting for the lock names the process holding it.
+    #[test]
+    fn the_waiting_message_names_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = lock(dir.path()).unwrap();
+        let message = waiting_message(dir.path());
+        drop(first);
+        assert!(
+            message.contains(&format!(": process {} (`", std::process::id())),
+            "{message}"
+        );
+        assert!(message.ends_with("answer it in its terminal"), "{message}");
+        // A folder nobody locked. (The one above may stay locked a moment after the drop: a
+        // process another test forks holds a copy of the descriptor until it execs.)
+        let unlocked = tempfile::tempdir().unwrap();
+        assert_eq!(
+            waiting_message(unlocked.path()),
+            "waiting for another rsbuilder command in this project to finish; if it asks a question, answer it in its terminal"
+        );
     }
 
     /// Pins the project lock: a second command waits for the first.

@@ -176,9 +176,25 @@ pub struct EditArgs {
     #[arg(long)]
     pub reset_values: bool,
 
+    /// With autoupdate/v1-alpha or helm/v2-alpha: replace the workflows they add
+    /// (auto_update.yml, test-chart.yml) with the generated ones, dropping your edits (without
+    /// it, and with --force, a workflow that exists is kept)
+    #[arg(long)]
+    pub reset_workflows: bool,
+
+    /// With helm/v2-alpha: make the chart from the install file as it is, even when it lacks
+    /// what config/ holds (alpha generate's tree, whose config/ is the scaffold's)
+    #[arg(long, hide = true)]
+    pub install_as_is: bool,
+
+    /// With grafana/v1-alpha: replace the manager's two dashboards with the generated ones,
+    /// dropping your edits (without it, and with --force, a dashboard that exists is kept)
+    #[arg(long)]
+    pub reset_dashboards: bool,
+
     /// Overwrite the scaffold's config files (manager.yaml, the role binding) where their lines
-    /// were edited by hand; files the user owns, such as main.rs and the chart's values.yaml,
-    /// are never overwritten
+    /// were edited by hand; files the user owns, such as main.rs, the chart's values.yaml, the
+    /// workflows and the dashboards, are never overwritten (the --reset-* flags replace those)
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
     pub force: bool,
 

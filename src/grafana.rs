@@ -29,10 +29,10 @@ pub const RESOURCES_DASHBOARD: &str = "grafana/controller-resources-metrics.json
 const SELECTOR: &str = r#"{job="$job", namespace="$namespace"}"#;
 
 /// The files of the plugin: the two dashboards of the manager (kept when they exist, unless
-/// `force`, as the autoupdate workflow is), the configuration (the user's: kept when it exists,
-/// `--force` or not), and the dashboard of the metrics it lists, if any.
-pub fn files(root: &Path, force: bool) -> anyhow::Result<Vec<PlannedFile>> {
-    let dashboard = if force {
+/// `reset`, as the autoupdate workflow is), the configuration (the user's: kept when it exists,
+/// whatever the flags), and the dashboard of the metrics it lists, if any.
+pub fn files(root: &Path, reset: bool) -> anyhow::Result<Vec<PlannedFile>> {
+    let dashboard = if reset {
         Policy::Owned
     } else {
         Policy::KeepExisting
@@ -155,6 +155,15 @@ pub fn custom_metrics(config: &str) -> Result<Vec<CustomMetric>, UserError> {
         let unit = item.unit.unwrap_or_else(|| "none".to_owned());
         if unit.is_empty() || unit.chars().any(char::is_control) {
             return Err(at(format!("unit {unit:?} is not a Grafana unit")));
+        }
+        if let Some(first) = metrics
+            .iter()
+            .position(|metric: &CustomMetric| metric.expr == expr)
+        {
+            return Err(UserError::new(format!(
+                "{CONFIG}: customMetrics[{index}] charts the same query as customMetrics[{first}] (`{expr}`)"
+            ))
+            .help("drop one of the two entries: each entry is one panel of the dashboard"));
         }
         metrics.push(CustomMetric {
             title: item.metric.unwrap_or_else(|| expr.clone()),
@@ -496,6 +505,10 @@ mod tests {
             (
                 "customMetrics:\n- metric: 'a\"b'\n  type: gauge\n",
                 "customMetrics[0]: `a\"b` is not a Prometheus metric name",
+            ),
+            (
+                "customMetrics:\n- metric: foo_total\n  type: counter\n- expr: up\n- metric: foo_total\n  type: Counter\n",
+                "customMetrics[2] charts the same query as customMetrics[0] (`sum by (pod) (rate(foo_total",
             ),
             (
                 "customMetrics:\n- metric: a\n  kind: gauge\n",

@@ -17,6 +17,7 @@ mod project;
 mod rbac;
 mod runtime;
 mod scaffold;
+mod swap;
 mod tree;
 mod ui;
 mod versions;

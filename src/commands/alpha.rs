@@ -473,7 +473,10 @@ fn carry_helm_chart(
         }
         copy_file(&root.join(&file), &dir.join(&file))?;
     }
-    run_all(exe, &[command.to_vec()], dir)
+    // The new tree's config/ is the scaffold's, not the one the install file was built from.
+    let mut command = command.to_vec();
+    command.push("--install-as-is".to_owned());
+    run_all(exe, &[command], dir)
 }
 
 /// Copies the file `from` to `to`, read whole before `to` is opened: a `to` that is `from`
@@ -596,7 +599,7 @@ pub fn run_all_or(
 }
 
 /// Scaffolds the project again next to it, then puts the new tree in place of every file of
-/// the project but `.git` (`apply::replace_tree`).
+/// the project but `.git` (`swap::replace_tree`).
 fn in_place(
     root: &Path,
     project: &Project,
@@ -613,7 +616,7 @@ fn in_place(
     }
     refuse_what_git_cannot_restore(root)?;
     let exe = std::env::current_exe().context("failed to find the rsbuilder binary")?;
-    crate::apply::replace_tree(root, &project.project_name, |fresh| {
+    crate::swap::replace_tree(root, &project.project_name, |fresh| {
         scaffold_again(root, project, &exe, commands, fresh)
     })?;
     ui::note(&format!(

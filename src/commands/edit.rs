@@ -74,20 +74,26 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
     }
     let mut plan = plan(root, &mut project, &old, &new, args.force)?;
     if autoupdate {
-        plan.files.extend(autoupdate_workflow(args.force)?);
+        plan.files
+            .extend(autoupdate_workflow(args.reset_workflows)?);
     }
     if grafana {
-        plan.files.extend(crate::grafana::files(root, args.force)?);
+        plan.files
+            .extend(crate::grafana::files(root, args.reset_dashboards)?);
     }
     if let Some(record) = &helm {
         let options = crate::helm::Options {
             manifests: record.manifests.clone(),
             output: record.output.clone(),
             reset_values: args.reset_values,
+            check_fresh: !args.install_as_is,
         };
         let files = crate::helm::files(root, &project, &options)?;
+        plan.removals
+            .extend(crate::helm::stale_templates(root, &record.output, &files));
         plan.files.extend(files);
-        let extra = crate::helm::project_files(root, &project, record, &plan.files, args.force)?;
+        let extra =
+            crate::helm::project_files(root, &project, record, &plan.files, args.reset_workflows)?;
         plan.files
             .retain(|f| !extra.iter().any(|e| e.path == f.path));
         plan.files.extend(extra);
@@ -113,6 +119,28 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
 /// What `--plugins=helm/v2-alpha` records, from `--manifests` and `--output-dir`, or what
 /// PROJECT recorded; `None` without the plugin. Both paths stay inside the project.
 fn helm_record(args: &EditArgs, project: &Project) -> anyhow::Result<Option<project::HelmRecord>> {
+    for (flag, given, runs, plugins) in [
+        (
+            "--reset-workflows",
+            args.reset_workflows,
+            crate::plugins::autoupdate(&args.plugins) || crate::plugins::helm(&args.plugins),
+            "--plugins=autoupdate/v1-alpha or --plugins=helm/v2-alpha",
+        ),
+        (
+            "--reset-dashboards",
+            args.reset_dashboards,
+            crate::plugins::grafana(&args.plugins),
+            "--plugins=grafana/v1-alpha",
+        ),
+    ] {
+        if given && !runs {
+            return Err(UserError::new(format!(
+                "{flag} resets files of a plugin that this command does not run"
+            ))
+            .help(format!("add {plugins}, or drop the option"))
+            .into());
+        }
+    }
     if !crate::plugins::helm(&args.plugins) {
         if let Some(flag) = [
             ("--manifests", args.manifests.is_some()),
@@ -152,9 +180,9 @@ fn helm_record(args: &EditArgs, project: &Project) -> anyhow::Result<Option<proj
 
 /// `.github/workflows/auto_update.yml` (`--plugins=autoupdate/v1-alpha`): a workflow that
 /// runs `rsbuilder alpha update` on a schedule and opens a pull request. One that exists is the
-/// user's and is kept, unless `--force`.
-fn autoupdate_workflow(force: bool) -> anyhow::Result<Vec<PlannedFile>> {
-    let policy = if force {
+/// user's and is kept, unless `--reset-workflows`.
+fn autoupdate_workflow(reset: bool) -> anyhow::Result<Vec<PlannedFile>> {
+    let policy = if reset {
         Policy::Owned
     } else {
         Policy::KeepExisting

@@ -34,53 +34,11 @@ pub fn run(check: bool) -> anyhow::Result<()> {
 /// Regenerates (or, with `check`, compares) the manifests of the project at `root`.
 pub fn generate(root: &Path, check: bool) -> anyhow::Result<()> {
     let started = Instant::now();
-    let project = project::load(root)?;
-    // The markers first: a malformed one fails before anything is built.
-    let sources = rbac::read_sources(&crate::tree::OnDisk(root))?;
-    let role = rbac::role_from_sources(
-        sources
-            .iter()
-            .map(|(path, text)| (path.as_path(), text.as_str())),
-        project.namespaced,
-    )?;
-    let markers = webhook::markers_from_sources(
-        sources
-            .iter()
-            .map(|(path, text)| (path.as_path(), text.as_str())),
-    )?;
-    // A project that never had webhooks gets no configuration file; one that had keeps it.
-    let webhooks = (!markers.is_empty() || root.join(webhook::MANIFESTS_FILE).exists())
-        .then(|| webhook::manifests(&markers))
-        .transpose()?;
-    let crd_started = Instant::now();
-    let crds = crds(root)?;
-    let crd_time = crd_started.elapsed();
-    check_sizes(&crds)?;
-
-    let mut files: Vec<PlannedFile> = crds
-        .iter()
-        .map(|(path, contents)| PlannedFile {
-            path: path.clone(),
-            contents: contents.clone(),
-            policy: Policy::Regenerated,
-        })
-        .collect();
-    files.push(PlannedFile {
-        path: rbac::ROLE_FILE.into(),
-        contents: role,
-        policy: Policy::Regenerated,
-    });
-    // A project without webhook markers has no webhook configurations to write.
-    if let Some(contents) = webhooks {
-        files.push(PlannedFile {
-            path: webhook::MANIFESTS_FILE.into(),
-            contents,
-            policy: Policy::Regenerated,
-        });
-    }
-    // Files in config/crd/bases that no kind produces any more.
-    let orphans = orphans(root, &crds)?;
-
+    let Manifests {
+        files,
+        orphans,
+        crd_time,
+    } = manifests(root, None)?;
     if check {
         return check_files(root, &files, &orphans);
     }
@@ -111,17 +69,89 @@ pub fn generate(root: &Path, check: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The manifests of a project, planned.
+pub struct Manifests {
+    /// The CRDs, the RBAC role and the webhook configurations.
+    pub files: Vec<PlannedFile>,
+    /// Files in config/crd/bases that no kind produces any more.
+    pub orphans: Vec<PathBuf>,
+    /// How long crdgen took.
+    pub crd_time: std::time::Duration,
+}
+
+/// The manifests of the project at `root`, written nowhere. cargo builds crdgen in
+/// `target_dir` when given (and `CARGO_TARGET_DIR` is not set), else in the project's own.
+pub fn manifests(root: &Path, target_dir: Option<&Path>) -> anyhow::Result<Manifests> {
+    let project = project::load(root)?;
+    // The markers first: a malformed one fails before anything is built.
+    let sources = rbac::read_sources(&crate::tree::OnDisk(root))?;
+    let role = rbac::role_from_sources(
+        sources
+            .iter()
+            .map(|(path, text)| (path.as_path(), text.as_str())),
+        project.namespaced,
+    )?;
+    let markers = webhook::markers_from_sources(
+        sources
+            .iter()
+            .map(|(path, text)| (path.as_path(), text.as_str())),
+    )?;
+    // A project that never had webhooks gets no configuration file; one that had keeps it.
+    let webhooks = (!markers.is_empty() || root.join(webhook::MANIFESTS_FILE).exists())
+        .then(|| webhook::manifests(&markers))
+        .transpose()?;
+    let crd_started = Instant::now();
+    let crds = crds(root, target_dir)?;
+    let crd_time = crd_started.elapsed();
+    check_sizes(&crds)?;
+
+    let mut files: Vec<PlannedFile> = crds
+        .iter()
+        .map(|(path, contents)| PlannedFile {
+            path: path.clone(),
+            contents: contents.clone(),
+            policy: Policy::Regenerated,
+        })
+        .collect();
+    files.push(PlannedFile {
+        path: rbac::ROLE_FILE.into(),
+        contents: role,
+        policy: Policy::Regenerated,
+    });
+    // A project without webhook markers has no webhook configurations to write.
+    if let Some(contents) = webhooks {
+        files.push(PlannedFile {
+            path: webhook::MANIFESTS_FILE.into(),
+            contents,
+            policy: Policy::Regenerated,
+        });
+    }
+    let orphans = orphans(root, &crds)?;
+    Ok(Manifests {
+        files,
+        orphans,
+        crd_time,
+    })
+}
+
 /// Runs `crdgen` and splits its output into one file per CRD, keyed by path.
 ///
 /// `crdgen` is run from the workspace root without `--package`, so that cargo resolves the
 /// features of the whole workspace, as `cargo build` does: the dependencies it already built
 /// are reused, and after an edit only the api crate is compiled again.
-fn crds(root: &Path) -> anyhow::Result<BTreeMap<PathBuf, String>> {
+fn crds(root: &Path, target_dir: Option<&Path>) -> anyhow::Result<BTreeMap<PathBuf, String>> {
     const COMMAND: &str = "cargo run --bin crdgen";
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(&cargo)
+    let mut command = Command::new(&cargo);
+    command
         .args(["run", "--quiet", "--bin", "crdgen"])
-        .current_dir(root)
+        .current_dir(root);
+    if let Some(dir) = target_dir
+        && std::env::var_os("CARGO_TARGET_DIR").is_none()
+    {
+        command.env("CARGO_TARGET_DIR", dir);
+    }
+    let output = command
         .output()
         .with_context(|| format!("failed to run `{COMMAND}`: is cargo installed?"))?;
     if !output.status.success() {

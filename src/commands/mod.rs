@@ -32,7 +32,12 @@ pub struct Open {
 /// a time plans and writes it; an interrupted command's writes are undone first.
 pub fn open() -> anyhow::Result<Open> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
-    let root = project::find_root(&cwd)?;
+    // PROJECT may be aside, in an `alpha generate --force` that was interrupted: the lock
+    // puts it back.
+    let root = match project::find_root(&cwd) {
+        Ok(root) => root,
+        Err(error) => crate::swap::interrupted_root(&cwd).ok_or(error)?,
+    };
     let lock = apply::lock(&root)?;
     Ok(Open { root, _lock: lock })
 }

@@ -320,7 +320,9 @@ fn conflict_regions(text: &str) -> String {
 }
 
 /// Writes the merge: on a branch of its own, committed, unless `--force` asks for the work
-/// tree; then the manifests are regenerated from the merged code.
+/// tree. The merge and the manifests regenerated from it are planned first, in a copy of the
+/// merged project, and written as one journaled step: a failure of `generate` changes nothing,
+/// and an interrupted write is undone by the next command's lock.
 fn write(
     root: &Path,
     merged: &[(PathBuf, Merged)],
@@ -332,9 +334,15 @@ fn write(
         project.cli_version,
         versions::RSBUILDER
     );
+    let (plan, conflicted) = plan_update(root, merged, &project.project_name)?;
     if options.force {
-        return write_merge(root, merged, options, project, &branch);
+        apply_update(root, plan)?;
+        if conflicted {
+            warn_conflicts();
+        }
+        return Ok(());
     }
+    back_from_interrupted_update(root, &branch)?;
     // Everything that can be checked is, before the switch: the branch is new, and git can
     // commit.
     if git(
@@ -367,7 +375,7 @@ fn write(
         .trim()
         .to_owned();
     git(root, &["switch", "--quiet", "-c", &branch])?;
-    write_merge(root, merged, options, project, &branch).map_err(|error| {
+    commit_update(root, plan, project, &branch).map_err(|error| {
         let fix = ui::help(&error).unwrap_or_else(|| "fix the cause above".to_owned());
         let help = format!(
             "{fix}; then finish the update on `{branch}` and commit it, or go back with \
@@ -382,15 +390,40 @@ fn write(
     })
 }
 
-/// Writes the merge on the current branch: the files, the manifests, and the commit unless
-/// `--force`.
-fn write_merge(
+/// An update killed after it switched to its branch and before its commit leaves the user on
+/// that branch, with the files put back by the lock: the branch is then the one it was made
+/// from (git's `@{-1}`), with no commit of its own. Back to that branch, and the branch made
+/// is deleted, so that this update starts where the last one did.
+fn back_from_interrupted_update(root: &Path, branch: &str) -> anyhow::Result<()> {
+    let current = git(root, &["branch", "--show-current"])?;
+    if current.trim() != branch {
+        return Ok(());
+    }
+    let (Ok(head), Ok(previous)) = (
+        git(root, &["rev-parse", "HEAD"]),
+        git(root, &["rev-parse", "--verify", "--quiet", "@{-1}"]),
+    ) else {
+        return Ok(());
+    };
+    if head != previous {
+        return Ok(());
+    }
+    git(root, &["switch", "--quiet", "-"])?;
+    git(root, &["branch", "--quiet", "-D", branch])?;
+    ui::note(&format!(
+        "an earlier `alpha update` stopped on the branch `{branch}` before its commit: back on `{}`, and the branch is deleted",
+        git(root, &["branch", "--show-current"])?.trim()
+    ));
+    Ok(())
+}
+
+/// The files of the merge, and, without conflicts, the manifests `generate` makes of the merged
+/// project; whether the merge has conflicts.
+fn plan_update(
     root: &Path,
     merged: &[(PathBuf, Merged)],
-    options: &UpdateOptions,
-    project: &Project,
-    branch: &str,
-) -> anyhow::Result<()> {
+    name: &str,
+) -> anyhow::Result<(Plan, bool)> {
     let mut plan = Plan::default();
     let mut conflicted = false;
     for (path, outcome) in merged {
@@ -411,6 +444,60 @@ fn write_merge(
             Merged::Conflict { text: None, .. } => conflicted = true,
         }
     }
+    if conflicted {
+        return Ok((plan, true));
+    }
+    // The merged project, away from the user's: the project's files but .git and target/,
+    // with the merge written over them.
+    let scratch = apply::Scratch::new("merged")?;
+    let copy = scratch.path().join(name);
+    copy_project(root, &copy)?;
+    for file in &plan.files {
+        let target = copy.join(&file.path);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("failed to create `{}`", parent.display()))?;
+        }
+        std::fs::write(&target, &file.contents)
+            .with_context(|| format!("failed to write `{}`", target.display()))?;
+    }
+    for path in &plan.removals {
+        let _ = std::fs::remove_file(copy.join(path));
+    }
+    let manifests = super::generate::manifests(&copy, Some(&root.join("target")))
+        .context("`rsbuilder generate` fails on the merged project; nothing was written")?;
+    for file in manifests.files {
+        plan.files.retain(|planned| planned.path != file.path);
+        plan.files.push(file);
+    }
+    Ok((plan, false))
+}
+
+/// Copies the project at `root` into `to` (new), but `.git` and `target/`, links as links.
+fn copy_project(root: &Path, to: &Path) -> anyhow::Result<()> {
+    let entries = walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_entry(|entry| {
+            entry.depth() != 1 || !matches!(entry.file_name().to_str(), Some(".git" | "target"))
+        });
+    for entry in entries {
+        let entry = entry?;
+        let target = to.join(entry.path().strip_prefix(root)?);
+        let file_type = entry.file_type();
+        let copied = if file_type.is_dir() {
+            std::fs::create_dir_all(&target)
+        } else if file_type.is_symlink() {
+            std::fs::read_link(entry.path())
+                .and_then(|link| std::os::unix::fs::symlink(link, &target))
+        } else {
+            std::fs::copy(entry.path(), &target).map(|_| ())
+        };
+        copied.with_context(|| format!("failed to copy `{}`", entry.path().display()))?;
+    }
+    Ok(())
+}
+
+fn apply_update(root: &Path, plan: Plan) -> anyhow::Result<()> {
     apply::apply(
         root,
         plan,
@@ -418,19 +505,19 @@ fn write_merge(
             force: true,
             dry_run: false,
         },
-    )?;
-    if conflicted {
-        ui::warn(
-            "the merge has conflicts: the files listed as `conflict` hold conflict markers, or are as you left them",
-            Some("resolve them, then run `rsbuilder generate`, `cargo test`, and commit"),
-        );
-        return Ok(());
-    }
-    super::generate::generate(root, false)
-        .context("the merge is written, but `rsbuilder generate` failed on it")?;
-    if options.force {
-        return Ok(());
-    }
+    )
+}
+
+fn warn_conflicts() {
+    ui::warn(
+        "the merge has conflicts: the files listed as `conflict` hold conflict markers, or are as you left them",
+        Some("resolve them, then run `rsbuilder generate`, `cargo test`, and commit"),
+    );
+}
+
+/// Writes the update on the current branch, then commits it.
+fn commit_update(root: &Path, plan: Plan, project: &Project, branch: &str) -> anyhow::Result<()> {
+    apply_update(root, plan)?;
     git(root, &["add", "--all"])?;
     let message = format!(
         "Update the scaffold from rsbuilder {} to {}",

@@ -40,6 +40,9 @@ pub struct Options {
     /// Replace `values.yaml` with the generated one, dropping the user's edits
     /// (`--reset-values`; `--force` keeps them).
     pub reset_values: bool,
+    /// Refuse an install file older than `config/` ([`check_fresh`]). `alpha generate` makes
+    /// the chart from the user's install file in a tree whose `config/` is the scaffold's.
+    pub check_fresh: bool,
 }
 
 /// What the install file says about the project, gathered before any template is written.
@@ -88,6 +91,9 @@ pub fn files(
     options: &Options,
 ) -> anyhow::Result<Vec<PlannedFile>> {
     let install = read(root, project, &options.manifests)?;
+    if options.check_fresh {
+        check_fresh(root, &install, &options.manifests)?;
+    }
     let chart = PathBuf::from(&options.output).join("chart");
     let mut files = Vec::new();
     let mut add = |path: String, contents: String, policy: Policy| {
@@ -229,6 +235,151 @@ fn read(
 }
 
 use serde::Deserialize as _;
+
+/// Refuses an install file older than the `config/` it was built from (`make build-installer`
+/// not run since): one that lacks a CRD of `config/crd/bases/` or one of its versions, a rule
+/// of the manager's role in `config/rbac/role.yaml`, or a webhook of
+/// `config/webhook/manifests.yaml`. The chart would lack them without a word.
+fn check_fresh(root: &Path, install: &Install, manifests: &str) -> anyhow::Result<()> {
+    let stale = |what: String| -> anyhow::Error {
+        UserError::new(format!("`{manifests}` is older than config/: {what}"))
+            .help("write it again with `make build-installer`, then run this command again")
+            .into()
+    };
+    let documents = |relative: &str| -> anyhow::Result<Vec<Value>> {
+        match std::fs::read_to_string(root.join(relative)) {
+            Ok(text) => parse_documents(&text, relative),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(error) => Err(
+                UserError::new(format!("failed to read `{relative}`: {error}"))
+                    .help("make it a readable UTF-8 file")
+                    .into(),
+            ),
+        }
+    };
+    let version_names = |crd: &Value| -> Vec<String> {
+        objects::at(crd, &["spec", "versions"])
+            .and_then(Value::as_sequence)
+            .map(|versions| {
+                versions
+                    .iter()
+                    .filter_map(|v| objects::str_at(v, &["name"]).map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut bases: Vec<String> = match std::fs::read_dir(root.join("config/crd/bases")) {
+        Ok(entries) => entries
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|name| name.ends_with(".yaml"))
+            .map(|name| format!("config/crd/bases/{name}"))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    bases.sort();
+    for base in bases {
+        for crd in documents(&base)? {
+            let name = objects::name(&crd);
+            let Some(installed) = install
+                .of_kind("CustomResourceDefinition")
+                .find(|c| objects::name(c) == name)
+            else {
+                return Err(stale(format!(
+                    "it has no CustomResourceDefinition `{name}`, which {base} holds"
+                )));
+            };
+            let (want, have) = (version_names(&crd), version_names(installed));
+            if let Some(missing) = want.iter().find(|v| !have.contains(v)) {
+                return Err(stale(format!(
+                    "its CustomResourceDefinition `{name}` has no version {missing}, which {base} has"
+                )));
+            }
+        }
+    }
+    let rules = |object: &Value| -> Vec<Value> {
+        objects::at(object, &["rules"])
+            .and_then(Value::as_sequence)
+            .cloned()
+            .unwrap_or_default()
+    };
+    for role in documents("config/rbac/role.yaml")? {
+        let kind = objects::kind(&role);
+        let Some(installed) = install
+            .of_kind(kind)
+            .find(|r| install.suffix(objects::name(r)) == objects::name(&role))
+        else {
+            return Err(stale(format!(
+                "it has no {kind} `{}`, which config/rbac/role.yaml holds",
+                objects::name(&role)
+            )));
+        };
+        let have = rules(installed);
+        if let Some(missing) = rules(&role).into_iter().find(|r| !have.contains(r)) {
+            let resources = objects::at(&missing, &["resources"])
+                .and_then(Value::as_sequence)
+                .map(|r| {
+                    r.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default();
+            return Err(stale(format!(
+                "its {kind} `{}` lacks the rule of config/rbac/role.yaml on {}",
+                objects::name(installed),
+                if resources.is_empty() {
+                    "its non-resource URLs".to_owned()
+                } else {
+                    resources
+                }
+            )));
+        }
+    }
+    for configuration in documents("config/webhook/manifests.yaml")? {
+        let kind = objects::kind(&configuration);
+        let names = |object: &Value| -> Vec<String> {
+            objects::at(object, &["webhooks"])
+                .and_then(Value::as_sequence)
+                .map(|w| {
+                    w.iter()
+                        .filter_map(|w| objects::str_at(w, &["name"]).map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let have: Vec<String> = install.of_kind(kind).flat_map(names).collect();
+        if let Some(missing) = names(&configuration)
+            .into_iter()
+            .find(|w| !have.contains(w))
+        {
+            return Err(stale(format!(
+                "it has no {kind} webhook `{missing}`, which config/webhook/manifests.yaml holds"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The templates a chart of an earlier run holds that this run does not write: every file under
+/// `chart/templates/` that begins with the plugin's mark (the user's own templates never do).
+/// Their objects left the install file.
+pub fn stale_templates(root: &Path, output: &str, planned: &[PlannedFile]) -> Vec<PathBuf> {
+    let templates = Path::new(output).join("chart/templates");
+    let mut stale: Vec<PathBuf> = walkdir::WalkDir::new(root.join(&templates))
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_file())
+        .filter_map(|entry| entry.path().strip_prefix(root).ok().map(Path::to_path_buf))
+        .filter(|path| !planned.iter().any(|f| f.path == *path))
+        .filter(|path| {
+            std::fs::read_to_string(root.join(path))
+                .is_ok_and(|text| text.lines().next() == Some(GENERATED))
+        })
+        .collect();
+    stale.sort();
+    stale
+}
 
 fn chart_yaml(install: &Install, defaults: &values::Defaults) -> String {
     format!(
@@ -403,6 +554,8 @@ fn templates(
             .replace("METRICS_ENABLED", bool_text(defaults.metrics))
             .replace("WEBHOOK_ENABLED", bool_text(defaults.webhook))
             .replace("CERT_MANAGER_ENABLED", bool_text(defaults.cert_manager))
+            .replace("PROMETHEUS_ENABLED", bool_text(defaults.prometheus))
+            .replace("NETWORK_POLICY_ENABLED", bool_text(defaults.network_policy))
             .replace("METRICS_PORT", &defaults.metrics_port.to_string())
             .replace("WEBHOOK_PORT", &defaults.webhook_port.to_string())
             .replace("PROBE_PORT", &defaults.probe_port.to_string())
@@ -473,14 +626,14 @@ pub fn check_path(flag: &str, value: &str, example: &str) -> Result<(), UserErro
 
 /// The project files the plugin changes besides the chart: the Makefile gains the Helm
 /// targets once (a Makefile that has them is left alone), and the workflow that tests the chart
-/// is written when missing (`--force` rewrites it). `planned` holds what the command writes
+/// is written when missing (`reset`, from `--reset-workflows`, rewrites it). `planned` holds what the command writes
 /// already, which these build on.
 pub fn project_files(
     root: &Path,
     project: &crate::project::Project,
     record: &crate::project::HelmRecord,
     planned: &[PlannedFile],
-    force: bool,
+    reset: bool,
 ) -> anyhow::Result<Vec<PlannedFile>> {
     let fill = |text: &str| {
         text.replace(
@@ -527,7 +680,7 @@ pub fn project_files(
     files.push(PlannedFile {
         path: ".github/workflows/test-chart.yml".into(),
         contents: fill(include_str!("static/test-chart.yml")),
-        policy: if force {
+        policy: if reset {
             Policy::Owned
         } else {
             Policy::KeepExisting

@@ -44,6 +44,14 @@ pub struct Defaults {
     pub node_selector: Value,
     pub tolerations: Value,
     pub namespaced: bool,
+    /// Whether install.yaml has a ServiceMonitor (`prometheus.enabled`).
+    pub prometheus: bool,
+    /// Whether install.yaml has NetworkPolicies (`networkPolicy.enabled`).
+    pub network_policy: bool,
+    /// The manager's fields the template writes only from values, as install.yaml sets them:
+    /// `(key, value)` under `manager:` (`pod` holds the pod's labels and annotations). Empty
+    /// ones are left out.
+    pub manager_extras: Vec<(&'static str, Value)>,
 }
 
 /// Arguments the manager template writes from other values.
@@ -56,6 +64,19 @@ const TEMPLATE_ARGS: &[&str] = &[
     "--metrics-cert-path",
     "--enable-webhooks",
 ];
+/// Labels the templates write themselves: the chart's (on the Deployment) and the selector's
+/// (on the pod). kustomize's `managed-by` is replaced by Helm's.
+const TEMPLATE_LABELS: &[&str] = &[
+    "app.kubernetes.io/name",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/managed-by",
+    "helm.sh/chart",
+    "control-plane",
+];
+/// The pod annotation the manager template writes itself.
+const TEMPLATE_POD_ANNOTATIONS: &[&str] = &["kubectl.kubernetes.io/default-container"];
+/// The volumes (and their mounts) the manager template writes from `webhook` and `metrics`.
+const TEMPLATE_VOLUMES: &[&str] = &["webhook-certs", "metrics-certs"];
 /// Environment variables the manager template writes itself.
 const TEMPLATE_ENV: &[&str] = &[
     "POD_NAME",
@@ -126,7 +147,14 @@ impl Defaults {
             } else {
                 metrics_port
             },
-            webhook_port: container_port(&container, "webhook-server").unwrap_or(9443),
+            // The manager listens where --webhook-port says; the container port only names it.
+            webhook_port: port_of(
+                arg("--webhook-port")
+                    .map(|port| format!(":{port}"))
+                    .as_deref(),
+            )
+            .or_else(|| container_port(&container, "webhook-server"))
+            .unwrap_or(9443),
             probe_port: port_of(arg("--health-probe-bind-address")).unwrap_or(8081),
             repository,
             tag,
@@ -156,7 +184,109 @@ impl Defaults {
                 .cloned()
                 .unwrap_or(Value::Sequence(Vec::new())),
             namespaced: install.namespaced,
+            prometheus: install.of_kind("ServiceMonitor").next().is_some(),
+            network_policy: install.of_kind("NetworkPolicy").next().is_some(),
+            manager_extras: manager_extras(deployment, &pod, &container),
         })
+    }
+}
+
+/// What install.yaml sets on the manager that the template writes only from values: the
+/// Deployment's own labels and annotations, the pod's, its pull secrets, priority class,
+/// strategy, spread constraints, and the volumes and mounts but the certificates'.
+fn manager_extras(
+    deployment: &Value,
+    pod: &Value,
+    container: &Value,
+) -> Vec<(&'static str, Value)> {
+    let without = |value: Option<&Value>, keys: &[&str]| -> Value {
+        let mut map = value
+            .and_then(Value::as_mapping)
+            .cloned()
+            .unwrap_or_default();
+        map.retain(|key, _| !key.as_str().is_some_and(|key| keys.contains(&key)));
+        Value::Mapping(map)
+    };
+    let named = |value: Option<&Value>| -> Value {
+        let items = value
+            .and_then(Value::as_sequence)
+            .cloned()
+            .unwrap_or_default();
+        Value::Sequence(
+            items
+                .into_iter()
+                .filter(|item| {
+                    !TEMPLATE_VOLUMES.contains(&str_at(item, &["name"]).unwrap_or_default())
+                })
+                .collect(),
+        )
+    };
+    let template = at(deployment, &["spec", "template", "metadata"]);
+    let mut pod_metadata = serde_yaml::Mapping::new();
+    for (key, value) in [
+        (
+            "annotations",
+            without(
+                template.and_then(|t| t.get("annotations")),
+                TEMPLATE_POD_ANNOTATIONS,
+            ),
+        ),
+        (
+            "labels",
+            without(template.and_then(|t| t.get("labels")), TEMPLATE_LABELS),
+        ),
+    ] {
+        if !is_empty(&value) {
+            pod_metadata.insert(key.into(), value);
+        }
+    }
+    let extras = [
+        (
+            "labels",
+            without(at(deployment, &["metadata", "labels"]), TEMPLATE_LABELS),
+        ),
+        (
+            "annotations",
+            without(at(deployment, &["metadata", "annotations"]), &[]),
+        ),
+        ("pod", Value::Mapping(pod_metadata)),
+        (
+            "imagePullSecrets",
+            pod.get("imagePullSecrets").cloned().unwrap_or_default(),
+        ),
+        (
+            "priorityClassName",
+            pod.get("priorityClassName").cloned().unwrap_or_default(),
+        ),
+        (
+            "strategy",
+            at(deployment, &["spec", "strategy"])
+                .cloned()
+                .unwrap_or_default(),
+        ),
+        (
+            "topologySpreadConstraints",
+            pod.get("topologySpreadConstraints")
+                .cloned()
+                .unwrap_or_default(),
+        ),
+        ("extraVolumes", named(pod.get("volumes"))),
+        ("extraVolumeMounts", named(container.get("volumeMounts"))),
+    ];
+    extras
+        .into_iter()
+        .filter(|(_, value)| !is_empty(value))
+        .collect()
+}
+
+/// Null, an empty string, mapping or sequence.
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Mapping(m) => m.is_empty(),
+        Value::Sequence(s) => s.is_empty(),
+        _ => false,
     }
 }
 
@@ -270,6 +400,20 @@ fn entry(out: &mut String, indent: usize, key: &str, value: &Value) {
     }
 }
 
+/// The keys under `manager:` the template reads that install.yaml may leave unset, in the
+/// order `values.yaml` lists them (`pod` stands for `pod.labels` and `pod.annotations`).
+const EXTRA_KEYS: &[&str] = &[
+    "labels",
+    "annotations",
+    "pod",
+    "imagePullSecrets",
+    "priorityClassName",
+    "strategy",
+    "topologySpreadConstraints",
+    "extraVolumes",
+    "extraVolumeMounts",
+];
+
 /// The generated `values.yaml`.
 pub fn render(install: &Install, d: &Defaults) -> String {
     let mut out = String::new();
@@ -317,7 +461,41 @@ pub fn render(install: &Install, d: &Defaults) -> String {
     if let Some(grace) = d.termination_grace {
         let _ = writeln!(out, "  terminationGracePeriodSeconds: {grace}");
     }
-    out.push_str("  # Also read when set: labels, annotations, pod.labels, pod.annotations,\n  # imagePullSecrets, strategy, priorityClassName, topologySpreadConstraints, extraVolumes,\n  # extraVolumeMounts.\n\n");
+    for (key, value) in &d.manager_extras {
+        entry(&mut out, 2, key, value);
+    }
+    let unset: Vec<&str> = EXTRA_KEYS
+        .iter()
+        .copied()
+        .filter(|key| !d.manager_extras.iter().any(|(set, _)| set == key))
+        .collect();
+    if !unset.is_empty() {
+        let mut comment = String::from("  # Also read when set:");
+        let mut width = comment.len();
+        let unset: Vec<&str> = unset
+            .into_iter()
+            .flat_map(|key| match key {
+                "pod" => vec!["pod.labels", "pod.annotations"],
+                key => vec![key],
+            })
+            .collect();
+        for (index, key) in unset.iter().enumerate() {
+            let word = if index + 1 == unset.len() {
+                format!(" {key}.")
+            } else {
+                format!(" {key},")
+            };
+            if width + word.len() > 92 {
+                comment.push_str("\n  #");
+                width = 3;
+            }
+            width += word.len();
+            comment.push_str(&word);
+        }
+        out.push_str(&comment);
+        out.push('\n');
+    }
+    out.push('\n');
     out.push_str("# The manager's RBAC.\nrbac:\n  # true: a Role and RoleBinding in the release's namespace; false: a ClusterRole and\n  # ClusterRoleBinding.");
     if d.namespaced {
         out.push_str(" The manager watches only the release's namespace either way.\n");
@@ -343,8 +521,16 @@ pub fn render(install: &Install, d: &Defaults) -> String {
         out.push_str("# cert-manager issues the metrics certificate.\ncertManager:\n");
         let _ = writeln!(out, "  enabled: {}\n", d.cert_manager);
     }
-    out.push_str("# A ServiceMonitor of the metrics, for the Prometheus operator.\nprometheus:\n  enabled: false\n\n");
-    out.push_str("# NetworkPolicies that let only namespaces labelled metrics=enabled (webhook=enabled)\n# reach the manager.\nnetworkPolicy:\n  enabled: false\n");
+    let _ = writeln!(
+        out,
+        "# A ServiceMonitor of the metrics, for the Prometheus operator.\nprometheus:\n  enabled: {}\n",
+        d.prometheus
+    );
+    let _ = writeln!(
+        out,
+        "# NetworkPolicies that let only namespaces labelled metrics=enabled (webhook=enabled)\n# reach the manager.\nnetworkPolicy:\n  enabled: {}",
+        d.network_policy
+    );
     out
 }
 

@@ -1,5 +1,8 @@
 //! Scaffold markers: `// +rsbuilder:scaffold:<name>` in Rust, `# +rsbuilder:scaffold:<name>`
-//! in YAML, TOML and Makefiles. A fragment goes just above its marker, indented like it, unless
+//! in YAML, TOML and Makefiles. Fragments of several kinds that share a place each have a marker
+//! of their own, `<name>.<kind>`, in a fixed order, so that the file is the same whatever order
+//! the commands came in; a file without it takes them at `<name>`, in the order they come. A
+//! fragment goes just above its marker, indented like it, unless
 //! the file holds it already as one block: its lines in a row, blank lines aside, and anything
 //! at all above a marker of its own (what later commands inserted there). So inserting twice
 //! changes nothing, whatever the fragment holds. Otherwise each line of a fragment that the file
@@ -50,7 +53,19 @@ pub fn insert(
         "\n"
     };
     let lines: Vec<&str> = content.split_inclusive('\n').collect();
-    let Some(at) = lines.iter().position(|line| line.trim() == marker) else {
+    // A marker `<name>.<part>` orders one kind of fragment among others at `<name>`; a file
+    // written before it had its own marker takes the fragment at `<name>`.
+    let fallback = name
+        .split_once('.')
+        .and_then(|(base, _)| marker_line(path, base));
+    let found = lines
+        .iter()
+        .position(|line| line.trim() == marker)
+        .or_else(|| {
+            let fallback = fallback.as_deref()?;
+            lines.iter().position(|line| line.trim() == fallback)
+        });
+    let Some(at) = found else {
         return Err(UserError::new(format!(
             "marker `{marker}` not found in `{}`",
             path.display()
@@ -477,6 +492,50 @@ mod tests {
             error.to_string(),
             "marker `// +rsbuilder:scaffold:controllers` not found in `operator/src/main.rs`"
         );
+    }
+
+    /// Fragments with markers of their own land in the markers' order, whatever the order of
+    /// the insertions; a file with only the shared marker takes them there, in turn; a file
+    /// with neither names the marker of the fragment.
+    #[test]
+    fn fragments_of_several_kinds_land_at_their_own_markers() {
+        let path = Path::new("src/foo.rs");
+        let ordered = "// +rsbuilder:scaffold:hooks.a\n// +rsbuilder:scaffold:hooks.b\nfn x() {}\n";
+        let a_then_b = insert(path, ordered, "hooks.a", "fn a() {}")
+            .unwrap()
+            .unwrap();
+        let a_then_b = insert(path, &a_then_b, "hooks.b", "fn b() {}")
+            .unwrap()
+            .unwrap();
+        let b_then_a = insert(path, ordered, "hooks.b", "fn b() {}")
+            .unwrap()
+            .unwrap();
+        let b_then_a = insert(path, &b_then_a, "hooks.a", "fn a() {}")
+            .unwrap()
+            .unwrap();
+        assert_eq!(a_then_b, b_then_a);
+        assert_eq!(
+            a_then_b,
+            "fn a() {}\n// +rsbuilder:scaffold:hooks.a\nfn b() {}\n// +rsbuilder:scaffold:hooks.b\nfn x() {}\n"
+        );
+        let shared = "// +rsbuilder:scaffold:hooks\n";
+        let older = insert(path, shared, "hooks.b", "fn b() {}")
+            .unwrap()
+            .unwrap();
+        let older = insert(path, &older, "hooks.a", "fn a() {}")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            older,
+            "fn b() {}\nfn a() {}\n// +rsbuilder:scaffold:hooks\n"
+        );
+        let error = insert(path, "fn x() {}\n", "hooks.a", "fn a() {}").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "marker `// +rsbuilder:scaffold:hooks.a` not found in `src/foo.rs`"
+        );
+        // Only a name with a part falls back: `hooks` does not take `hook`'s place.
+        assert!(insert(path, "// +rsbuilder:scaffold:hook\n", "hooks", "fn a() {}").is_err());
     }
 
     #[test]

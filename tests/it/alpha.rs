@@ -177,6 +177,147 @@ fn in_place_needs_force_and_keeps_git() {
     assert_eq!(siblings, ["project-webhooks"], "nothing is left beside it");
 }
 
+/// A project folder that is a mount point (a devcontainer's, a Codespace's): the swap stages
+/// inside the project, so no rename crosses file systems. The mount is a tmpfs in a user and
+/// mount namespace of its own (`unshare`); where those cannot be made, the test says so and
+/// checks nothing.
+#[test]
+fn in_place_works_in_a_project_folder_that_is_a_mount_point() {
+    let ws = copy("project-webhooks");
+    ws.write("operator/src/extra.rs", "// the user's\n");
+    let parent = tempfile::tempdir().unwrap();
+    let (mounted, out) = (
+        parent.path().join("project-webhooks"),
+        parent.path().join("out"),
+    );
+    std::fs::create_dir(&mounted).unwrap();
+    std::fs::create_dir(&out).unwrap();
+    let script = r#"set -e
+mount -t tmpfs tmpfs "$1"
+cp -a "$2/." "$1/"
+cd "$1"
+"$4" alpha generate --force
+cp -a "$1/." "$3/"
+"#;
+    let probe = std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c"])
+        .arg("mount -t tmpfs tmpfs \"$1\"")
+        .arg("sh")
+        .arg(&out)
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        println!("skipped: unshare cannot make a user and mount namespace here to mount a tmpfs");
+        return;
+    }
+    let run = std::process::Command::new("unshare")
+        .args([
+            "--user",
+            "--map-root-user",
+            "--mount",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .arg(&mounted)
+        .arg(ws.root())
+        .arg(&out)
+        .arg(env!("CARGO_BIN_EXE_rsbuilder"))
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(
+        snapshot(&out) == snapshot(&testdata().join("project-webhooks")),
+        "the mounted project is the golden one again: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+/// The webhooks of a kind added in any order (conversion before defaulting, another kind's in
+/// between) give the same files as alpha generate's replay: each kind of fragment has its own
+/// marker in the kind's module and in config/default, so `alpha generate` makes the project
+/// again byte for byte, and `alpha update` sees no change the user did not make.
+#[test]
+fn webhooks_added_in_any_order_are_scaffolded_again_byte_for_byte() {
+    let validation = "--programmatic-validation";
+    let webhook = |kind: &str, flags: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = [
+            "create",
+            "webhook",
+            "--group",
+            "ship",
+            "--version",
+            "v1",
+            "--kind",
+            kind,
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        args.extend(flags.iter().map(|f| f.to_string()));
+        args
+    };
+    let orders = [
+        vec![
+            webhook("Frigate", &["--conversion", "--spoke", "v2"]),
+            webhook("Frigate", &["--defaulting"]),
+            webhook("Destroyer", &[validation]),
+            webhook("Frigate", &[validation]),
+        ],
+        vec![
+            webhook("Destroyer", &[validation]),
+            webhook("Frigate", &[validation]),
+            webhook("Frigate", &["--conversion", "--spoke", "v2"]),
+            webhook("Frigate", &["--defaulting"]),
+        ],
+    ];
+    let mut trees = Vec::new();
+    for order in orders {
+        let ws = Workspace::new("fleet");
+        ws.run(&["init", "--domain", "example.com"]).success();
+        for (kind, version, controller) in [
+            ("Frigate", "v1", "--controller=true"),
+            ("Frigate", "v2", "--controller=false"),
+            ("Destroyer", "v1", "--controller=true"),
+        ] {
+            ws.run(&[
+                "create",
+                "api",
+                "--group",
+                "ship",
+                "--version",
+                version,
+                "--kind",
+                kind,
+                "--resource",
+                controller,
+            ])
+            .success();
+        }
+        for args in &order {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            ws.run(&args).success();
+        }
+        let again = tempfile::tempdir().unwrap();
+        let out = again.path().join("fleet");
+        ws.run(&["alpha", "generate", "--output-dir", out.to_str().unwrap()])
+            .success();
+        assert_same_tree(&ws.snapshot(), &snapshot(&out), "alpha generate's replay");
+        trees.push(ws.snapshot());
+    }
+    // The kinds' modules are listed in the order they came; all else is the same.
+    let modules = |tree: &std::collections::BTreeMap<PathBuf, Vec<u8>>| {
+        let mut tree = tree.clone();
+        tree.remove(Path::new("operator/src/webhooks/mod.rs"));
+        tree.remove(Path::new("operator/src/webhooks/ship/v1/mod.rs"));
+        tree
+    };
+    assert_same_tree(&modules(&trees[0]), &modules(&trees[1]), "the other order");
+}
+
 #[test]
 fn what_cannot_be_scaffolded_again_is_refused_before_anything_is_written() {
     let ws = copy("project-v1");
@@ -324,6 +465,17 @@ fn alpha_generate_reads_the_project_only_once_it_holds_the_lock() {
         );
         said.push(byte[0]);
     }
+    // It names the process that holds the lock (here, the test), and the way out of a prompt.
+    while !said.ends_with(b"\n") {
+        assert_eq!(stderr_pipe.read(&mut byte).unwrap(), 1);
+        said.push(byte[0]);
+    }
+    let waiting = String::from_utf8_lossy(&said).into_owned();
+    assert!(
+        waiting.contains(&format!(": process {} (`", std::process::id()))
+            && waiting.contains("if it asks a question, answer it in its terminal"),
+        "{waiting}"
+    );
     // The other command's writes, while it holds the lock.
     for (path, contents) in with_bar.snapshot() {
         let target = ws.root().join(&path);
@@ -411,7 +563,7 @@ if [[ -f config/default/kustomization.yaml ]]; then
 fi
 "#;
 
-fn git(ws: &Workspace, args: &[&str]) -> String {
+pub fn git(ws: &Workspace, args: &[&str]) -> String {
     let output = std::process::Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
         .args(args)
@@ -427,7 +579,7 @@ fn git(ws: &Workspace, args: &[&str]) -> String {
 }
 
 /// A project the older rsbuilder made, committed, and its path; None without git.
-fn older_project() -> Option<(Workspace, PathBuf)> {
+pub fn older_project() -> Option<(Workspace, PathBuf)> {
     if std::process::Command::new("git")
         .arg("--version")
         .output()

@@ -50,18 +50,28 @@ fn binary() -> PathBuf {
 
 /// Runs rsbuilder with `args` in `dir`, killed at the `n`th call of a writing syscall; whether
 /// it was killed.
-fn run_killed_at(strace: &Path, dir: &Path, args: &[&str], n: usize) -> bool {
-    let calls = "write,rename,renameat,renameat2,mkdir,mkdirat,unlink,unlinkat";
+fn run_killed_at(strace: &Path, dir: &Path, args: &[&str], n: usize, children: bool) -> bool {
+    run_killed_with(strace, dir, args, (WRITING, n), children, &[])
+}
+
+/// The syscalls that write.
+const WRITING: &str = "write,rename,renameat,renameat2,mkdir,mkdirat,unlink,unlinkat";
+
+/// [`run_killed_at`] with `env` set, killed at the `n`th call of each of the syscalls `calls`
+/// (strace counts the calls of each syscall on its own).
+fn run_killed_with(
+    strace: &Path,
+    dir: &Path,
+    args: &[&str],
+    (calls, n): (&str, usize),
+    children: bool,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> bool {
     let status = Command::new(strace)
         .current_dir(dir)
-        .args([
-            "-f",
-            "-qq",
-            "-o",
-            "/dev/null",
-            "-e",
-            &format!("trace={calls}"),
-        ])
+        .envs(env.iter().copied())
+        .args(children.then_some("-f"))
+        .args(["-qq", "-o", "/dev/null", "-e", &format!("trace={calls}")])
         .args(["-e", &format!("inject={calls}:signal=KILL:when={n}")])
         .arg(binary())
         .args(args)
@@ -77,7 +87,9 @@ fn run_killed_at(strace: &Path, dir: &Path, args: &[&str], n: usize) -> bool {
 fn without_journal(tree: &BTreeMap<PathBuf, Vec<u8>>) -> BTreeMap<PathBuf, Vec<u8>> {
     tree.iter()
         .filter(|(path, _)| {
-            !path.starts_with(".rsbuilder-journal") && !path.starts_with(".rsbuilder-undo")
+            !path.starts_with(".rsbuilder-journal")
+                && !path.starts_with(".rsbuilder-undo")
+                && !path.starts_with(".rsbuilder-generate")
         })
         .map(|(path, bytes)| (path.clone(), bytes.clone()))
         .collect()
@@ -85,6 +97,17 @@ fn without_journal(tree: &BTreeMap<PathBuf, Vec<u8>>) -> BTreeMap<PathBuf, Vec<u
 
 /// Kills `command` at every write in turn, in a project made by `setup`.
 fn survives_every_kill(setup: &[&[&str]], command: &[&str], prepare: fn(&Workspace)) {
+    survives_every_kill_of(setup, command, prepare, true);
+}
+
+/// [`survives_every_kill`], with the writes of `command`'s child processes counted when
+/// `children` (without, only the writes of the rsbuilder that was started).
+fn survives_every_kill_of(
+    setup: &[&[&str]],
+    command: &[&str],
+    prepare: fn(&Workspace),
+    children: bool,
+) {
     let Some(strace) = strace() else {
         println!("skipped: strace is not installed");
         return;
@@ -101,31 +124,55 @@ fn survives_every_kill(setup: &[&[&str]], command: &[&str], prepare: fn(&Workspa
     let new = done.snapshot();
     assert_ne!(old, new, "{command:?} changed nothing");
 
-    for n in 1..=MOST_KILL_POINTS {
-        let ws = Workspace::new("crash-operator");
-        copy_tree(base.root(), ws.root());
-        if !run_killed_at(&strace, ws.root(), command, n) {
-            assert_eq!(ws.snapshot(), new, "{command:?} ran to its end at n = {n}");
-            println!("{command:?}: killed at each of {} writes", n - 1);
-            return;
-        }
+    // The state a kill leaves, then the command run again.
+    let check = |ws: &Workspace, at: &str| {
         let killed = ws.snapshot();
-        let journaled = killed.contains_key(Path::new(".rsbuilder-journal"));
+        let journaled = killed.contains_key(Path::new(".rsbuilder-journal"))
+            || ws.root().join(".rsbuilder-generate").exists();
         let whole = without_journal(&killed) == old || without_journal(&killed) == new;
         assert!(
             journaled || whole,
-            "{command:?} killed at write {n} left a half-written tree without a journal"
+            "{command:?} killed at {at} left a half-written tree without a journal"
         );
         if killed == new {
             // Killed once its writes were done (while it printed them).
-            continue;
+            return;
         }
         ws.run(command).success();
         assert_eq!(
             ws.snapshot(),
             new,
-            "{command:?} killed at write {n}, then run again, gave another tree"
+            "{command:?} killed at {at}, then run again, gave another tree"
         );
+    };
+    if !children {
+        // Each write of its own in the project, and each line it prints: a process whose
+        // children write elsewhere has few, and strace counts each syscall on its own.
+        let probe = Workspace::new("crash-operator");
+        copy_tree(base.root(), probe.root());
+        let points = project_writes(&strace, probe.root(), command, &[]);
+        assert!(points.len() > 10, "{points:?}");
+        for (call, n) in &points {
+            let ws = Workspace::new("crash-operator");
+            copy_tree(base.root(), ws.root());
+            assert!(
+                run_killed_with(&strace, ws.root(), command, (call, *n), false, &[]),
+                "{command:?} was not killed at {call} {n}"
+            );
+            check(&ws, &format!("{call} {n}"));
+        }
+        println!("{command:?}: killed at each of {} writes", points.len());
+        return;
+    }
+    for n in 1..=MOST_KILL_POINTS {
+        let ws = Workspace::new("crash-operator");
+        copy_tree(base.root(), ws.root());
+        if !run_killed_at(&strace, ws.root(), command, n, children) {
+            assert_eq!(ws.snapshot(), new, "{command:?} ran to its end at n = {n}");
+            println!("{command:?}: killed at each of {} writes", n - 1);
+            return;
+        }
+        check(&ws, &format!("write {n}"));
     }
     panic!("{command:?} was still being killed after {MOST_KILL_POINTS} writes");
 }
@@ -287,6 +334,211 @@ fn upgrade_killed_at_any_write_leaves_no_half_project() {
         &["upgrade"],
         crate::upgrade::make_runtime_older,
     );
+}
+
+/// `alpha generate --force` killed at each write of its own (the commands it runs write in a
+/// scratch folder): at the copy into the staging folder, at each journaled rename of the swap,
+/// and at the removal of the old entries. The project is the old tree, the new one, or holds
+/// the swap's journal, which the next command's lock undoes or finishes.
+#[test]
+fn alpha_generate_force_killed_at_any_write_leaves_no_half_project() {
+    survives_every_kill_of(
+        &[
+            &["init", "--domain", "example.com"],
+            &[
+                "create",
+                "api",
+                "--group",
+                "apps",
+                "--version",
+                "v1",
+                "--kind",
+                "Cache",
+            ],
+        ],
+        &["alpha", "generate", "--force"],
+        |ws| {
+            // What the swap replaces or removes: a scaffold file edited, and a file of the user's.
+            let makefile = ws.read("Makefile") + "# mine\n";
+            ws.write("Makefile", &makefile);
+            ws.write("notes/todo.txt", "mine\n");
+        },
+        false,
+    );
+}
+
+/// `alpha update` killed at each write of its own (the scaffolds it merges are made in scratch
+/// folders, the manifests in a copy of the merged project): the project's files are the old
+/// ones, the updated ones, or hold the journal. Run again, it undoes what the lock finds
+/// journaled, leaves the branch an interrupted update left before its commit, and commits the
+/// same update.
+#[test]
+fn alpha_update_killed_at_any_write_leaves_no_half_project() {
+    use crate::alpha::{git, older_project};
+    let Some(strace) = strace() else {
+        println!("skipped: strace is not installed");
+        return;
+    };
+    let Some((base, older)) = older_project() else {
+        return;
+    };
+    // The user's edits, which the update keeps.
+    let makefile = base
+        .read("Makefile")
+        .replace("IMG ?= controller:latest", "IMG ?= mine:1");
+    base.write("Makefile", &makefile);
+    git(&base, &["add", "--all"]);
+    git(&base, &["commit", "--quiet", "-m", "edits"]);
+    let work_tree = |dir: &Path| {
+        let mut tree = crate::support::snapshot(dir);
+        tree.retain(|path, _| !path.starts_with(".git"));
+        tree
+    };
+    let old = work_tree(base.root());
+    // Each run in the same folder, copied with its files' times, so that cargo finds the
+    // merged project's crdgen built.
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("otp-operator");
+    let fresh_copy = || {
+        let _ = std::fs::remove_dir_all(&dir);
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(base.root())
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(copied.success());
+    };
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated-projects");
+    let env = [
+        (
+            "RSBUILDER_REAL",
+            std::ffi::OsStr::new(env!("CARGO_BIN_EXE_rsbuilder")),
+        ),
+        ("CARGO_TARGET_DIR", target.as_os_str()),
+        ("GIT_AUTHOR_NAME", std::ffi::OsStr::new("t")),
+        ("GIT_AUTHOR_EMAIL", std::ffi::OsStr::new("t@example.com")),
+        ("GIT_COMMITTER_NAME", std::ffi::OsStr::new("t")),
+        ("GIT_COMMITTER_EMAIL", std::ffi::OsStr::new("t@example.com")),
+    ];
+    let args = ["alpha", "update", "--from-binary", older.to_str().unwrap()];
+    let update = || {
+        let output = Command::new(binary())
+            .current_dir(&dir)
+            .envs(env.iter().copied())
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    let in_dir = |args: &[&str]| -> String {
+        let output = Command::new("git")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let committed = || {
+        (
+            in_dir(&["branch", "--show-current"]),
+            in_dir(&["log", "-1", "--format=%s"]),
+        )
+    };
+    fresh_copy();
+    update();
+    let new = work_tree(&dir);
+    let expected = committed();
+    assert_ne!(old, new, "the update changed nothing");
+    assert_eq!(
+        expected.1,
+        "Update the scaffold from rsbuilder 0.1.0 to 0.1.0\n"
+    );
+    // The kill points: each write of the project's files, and each line printed (between the
+    // steps); the writes in scratch folders (the scaffolds, the merged copy) are left out.
+    fresh_copy();
+    let points = project_writes(&strace, &dir, &args, &env);
+    assert!(points.len() > 10, "{points:?}");
+    for (call, n) in &points {
+        let n = *n;
+        fresh_copy();
+        assert!(
+            run_killed_with(&strace, &dir, &args, (call, n), false, &env),
+            "alpha update was not killed at {call} {n}"
+        );
+        let killed = without_journal(&work_tree(&dir));
+        let journaled = dir.join(".rsbuilder-journal").exists();
+        assert!(
+            journaled || killed == old || killed == new,
+            "alpha update killed at {call} {n} left a half-written tree without a journal"
+        );
+        if killed == new && !journaled {
+            // Killed once its writes were done (while it printed them).
+            continue;
+        }
+        update();
+        assert_eq!(
+            work_tree(&dir),
+            new,
+            "alpha update killed at {call} {n}, then run again, gave another tree"
+        );
+        assert_eq!(
+            committed(),
+            expected,
+            "killed at {call} {n}, then run again"
+        );
+    }
+    println!("alpha update: killed at each of {} writes", points.len());
+}
+
+/// The writing syscalls of `args` run in `dir` that write in `dir` or print on stderr, from one
+/// traced run, each as its name and its number among the calls of that name (from 1, as
+/// strace's `when=` counts); the tree is left as that run leaves it.
+fn project_writes(
+    strace: &Path,
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Vec<(String, usize)> {
+    let calls = WRITING;
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let status = Command::new(strace)
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .args(["-qq", "-y", "-o"])
+        .arg(log.path())
+        .args(["-e", &format!("trace={calls}")])
+        .arg(binary())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let inside = format!("{}/", dir.display());
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut points = Vec::new();
+    for line in std::fs::read_to_string(log.path()).unwrap().lines() {
+        let Some((call, _)) = line.split_once('(') else {
+            continue;
+        };
+        if line.starts_with("---") || line.starts_with("+++") {
+            continue;
+        }
+        let n = counts.entry(call.to_owned()).or_default();
+        *n += 1;
+        let in_project = line.contains(&inside) && !line.contains("/rsbuilder-");
+        if in_project || line.starts_with("write(2") {
+            points.push((call.to_owned(), *n));
+        }
+    }
+    points
 }
 
 /// Two `create api` at once in one project: both kinds end up in PROJECT and main.rs, whatever

@@ -73,7 +73,7 @@ fn the_first_webhook_gets_its_module_and_switches_on_config() {
     let module = ws.read(MODULE);
     assert!(module.contains("pub struct Defaulter;") && module.contains("pub struct Validator;"));
     assert!(module.contains(
-        "    webhooks.defaulting(DEFAULTING_PATH, Defaulter);\n    webhooks.validating(VALIDATION_PATH, Validator);\n"
+        "    webhooks.defaulting(DEFAULTING_PATH, Defaulter);\n    // +rsbuilder:scaffold:register.defaulting\n    webhooks.validating(VALIDATION_PATH, Validator);\n"
     ));
     assert!(
         ws.read("operator/src/main.rs")

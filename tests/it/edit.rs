@@ -393,20 +393,48 @@ fn the_grafana_plugin_charts_the_manager_and_the_metrics_the_user_lists() {
         "grafana/custom-metrics/config.yaml: customMetrics[2]: type `summary` is not counter, gauge or histogram",
         "each entry of customMetrics needs `metric` and a `type`",
     );
-    // --force writes the dashboards anew, never the user's configuration.
+    // A metric listed twice would be two identical panels: refused, naming both entries.
+    ws.write(
+        "grafana/custom-metrics/config.yaml",
+        &(config.clone() + "- metric: shop_orders_total\n  type: counter\n"),
+    );
+    assert_refused(
+        &ws,
+        &["edit", "--plugins=grafana/v1-alpha"],
+        "grafana/custom-metrics/config.yaml: customMetrics[2] charts the same query as customMetrics[0]",
+        "drop one of the two entries",
+    );
+    // The dashboards are the user's once written: --force keeps them, --reset-dashboards
+    // writes them anew and says so; neither touches the user's configuration.
     ws.write("grafana/custom-metrics/config.yaml", &config);
     ws.write("grafana/controller-runtime-metrics.json", "{}\n");
     ws.run(&["edit", "--plugins=grafana/v1-alpha"]).success();
     assert_eq!(ws.read("grafana/controller-runtime-metrics.json"), "{}\n");
     ws.run(&["edit", "--plugins=grafana/v1-alpha", "--force"])
         .success();
+    assert_eq!(ws.read("grafana/controller-runtime-metrics.json"), "{}\n");
+    let err = stderr(
+        &ws.run(&["edit", "--plugins=grafana/v1-alpha", "--reset-dashboards"])
+            .success(),
+    );
+    assert!(
+        err.contains("overwrote grafana/controller-runtime-metrics.json\n"),
+        "{err}"
+    );
     assert_eq!(ws.read("grafana/custom-metrics/config.yaml"), config);
     assert_ne!(ws.read("grafana/controller-runtime-metrics.json"), "{}\n");
+    assert_refused(
+        &ws,
+        &["edit", "--reset-dashboards"],
+        "--reset-dashboards resets files of a plugin that this command does not run",
+        "add --plugins=grafana/v1-alpha, or drop the option",
+    );
 }
 
 /// kubebuilder's autoupdate plugin: `edit` adds the workflow that runs `rsbuilder alpha
 /// update` on a schedule, and PROJECT records it as kubebuilder does; the workflow is the
-/// user's once written, and only `--force` writes it again. Other commands refuse the plugin.
+/// user's once written, and only `--reset-workflows` writes it again. Other commands refuse the
+/// plugin.
 #[test]
 fn the_autoupdate_plugin_adds_the_update_workflow_once_and_keeps_the_users() {
     let ws = project(&[]);
@@ -446,9 +474,22 @@ fn the_autoupdate_plugin_adds_the_update_workflow_once_and_keeps_the_users() {
     let err = stderr(&ws.run(&["edit", "--plugins=autoupdate/v1-alpha"]).success());
     assert!(err.contains(&format!("kept {WORKFLOW}\n")), "{err}");
     assert_eq!(ws.read(WORKFLOW), mine);
+    // The general --force keeps it too; --reset-workflows writes it anew and says so.
     ws.run(&["edit", "--plugins=autoupdate/v1-alpha", "--force"])
         .success();
+    assert_eq!(ws.read(WORKFLOW), mine);
+    let err = stderr(
+        &ws.run(&["edit", "--plugins=autoupdate/v1-alpha", "--reset-workflows"])
+            .success(),
+    );
+    assert!(err.contains(&format!("overwrote {WORKFLOW}\n")), "{err}");
     assert!(ws.read(WORKFLOW).contains("0 0 * * 2"));
+    assert_refused(
+        &ws,
+        &["edit", "--reset-workflows"],
+        "--reset-workflows resets files of a plugin that this command does not run",
+        "add --plugins=autoupdate/v1-alpha or --plugins=helm/v2-alpha, or drop the option",
+    );
     // An edit without the plugin keeps it in PROJECT.
     ws.run(&["edit", "--owner", "Someone"]).success();
     assert!(
@@ -830,5 +871,165 @@ fn the_helm_plugin_makes_a_chart_from_the_install_file_and_keeps_the_users_value
         &["--plugins=helm/v2-alpha"],
         "dist/chart/values.yaml is not valid YAML",
         "correct it, or run again with --reset-values",
+    );
+}
+
+/// What install.yaml sets on the manager reaches the chart's values: the Deployment's labels
+/// and annotations, the pod's, its pull secrets, priority class, strategy, spread constraints,
+/// and the volumes and mounts but the certificates' (kubebuilder's v2-alpha keeps the first
+/// three of the pod's); the webhook port is `--webhook-port`'s; a ServiceMonitor turns
+/// `prometheus.enabled` on. An install file older than config/ is refused, and templates of
+/// objects that left it are removed, never the user's own.
+#[test]
+fn the_helm_chart_follows_the_install_file_and_refuses_a_stale_one() {
+    use serde_yaml::Value;
+    let ws = project(&[]);
+    if build_installer(&ws).is_none() {
+        return;
+    }
+    let yaml = |text: &str| -> Value { serde_yaml::from_str(text).unwrap() };
+    let mut documents: Vec<Value> = ws
+        .read("dist/install.yaml")
+        .split("\n---\n")
+        .map(|d| yaml(d.trim_start_matches("---\n")))
+        .collect();
+    let deployment = documents
+        .iter_mut()
+        .find(|d| d["kind"] == "Deployment")
+        .unwrap();
+    deployment["metadata"]["annotations"] = yaml("owner: team-a");
+    deployment["metadata"]["labels"]["tier"] = "control".into();
+    deployment["spec"]["strategy"] = yaml("type: Recreate");
+    let template = &mut deployment["spec"]["template"];
+    template["metadata"]["annotations"]["prometheus.io/scrape"] = "true".into();
+    template["metadata"]["labels"]["team"] = "a".into();
+    let pod = &mut template["spec"];
+    pod["imagePullSecrets"] = yaml("- name: registry");
+    pod["priorityClassName"] = "system-cluster-critical".into();
+    pod["topologySpreadConstraints"] = yaml(
+        "- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: ScheduleAnyway\n",
+    );
+    let volumes = pod["volumes"].as_sequence_mut().unwrap();
+    volumes.push(yaml("name: cache\nemptyDir: {}"));
+    let container = &mut pod["containers"][0];
+    container["volumeMounts"]
+        .as_sequence_mut()
+        .unwrap()
+        .push(yaml("name: cache\nmountPath: /cache"));
+    let args = container["args"].as_sequence_mut().unwrap();
+    args.retain(|a| !a.as_str().unwrap().starts_with("--webhook-port"));
+    args.push("--webhook-port=9555".into());
+    documents.push(yaml(
+        "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata:\n  name: otp-operator-controller-manager-metrics-monitor\n  namespace: otp-operator-system\nspec:\n  endpoints:\n  - port: https\n",
+    ));
+    let dressed: Vec<String> = documents
+        .iter()
+        .map(|d| serde_yaml::to_string(d).unwrap())
+        .collect();
+    ws.write("dist/install.yaml", &dressed.join("---\n"));
+    ws.run(&["edit", "--plugins=helm/v2-alpha"]).success();
+    let values = yaml(&ws.read("dist/chart/values.yaml"));
+    let manager = &values["manager"];
+    for (key, expected) in [
+        ("annotations", "owner: team-a"),
+        ("labels", "tier: control"),
+        ("strategy", "type: Recreate"),
+        (
+            "pod",
+            "annotations:\n  prometheus.io/scrape: 'true'\nlabels:\n  team: a",
+        ),
+        ("imagePullSecrets", "- name: registry"),
+        ("priorityClassName", "system-cluster-critical"),
+        (
+            "topologySpreadConstraints",
+            "- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: ScheduleAnyway\n",
+        ),
+        ("extraVolumes", "- name: cache\n  emptyDir: {}"),
+        ("extraVolumeMounts", "- name: cache\n  mountPath: /cache"),
+    ] {
+        assert_eq!(manager[key], yaml(expected), "manager.{key}");
+    }
+    assert_eq!(values["webhook"]["port"], 9555);
+    assert!(
+        !manager["args"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .any(|a| a.as_str().unwrap().starts_with("--webhook-port")),
+        "{manager:?}"
+    );
+    assert_eq!(values["prometheus"]["enabled"], true);
+    let monitor = ws.read("dist/chart/templates/prometheus/monitor.yaml");
+    assert!(
+        monitor.contains("(list .Values.prometheus true)"),
+        "{monitor}"
+    );
+
+    // A kind added since `make build-installer`: the install file is stale, and refused.
+    ws.run(&[
+        "create",
+        "api",
+        "--group",
+        "appotp",
+        "--version",
+        "v1",
+        "--kind",
+        "Bar",
+    ])
+    .success();
+    refuses(
+        &ws,
+        &["--plugins=helm/v2-alpha"],
+        "`dist/install.yaml` is older than config/: it has no CustomResourceDefinition `bars.appotp.learn.com`, which config/crd/bases/appotp.learn.com_bars.yaml holds",
+        "write it again with `make build-installer`, then run this command again",
+    );
+    // The kind's RBAC alone missing is stale too.
+    let install = ws.read("dist/install.yaml");
+    build_installer(&ws).unwrap();
+    let fresh = ws.read("dist/install.yaml");
+    let role = fresh.find("\n  name: otp-operator-manager-role\n").unwrap();
+    let (head, tail) = fresh.split_at(role);
+    assert!(tail.contains("\n  - appotps\n  - bars\n"), "{tail}");
+    let crds_only = format!(
+        "{head}{}",
+        tail.replacen("\n  - appotps\n  - bars\n", "\n  - appotps\n", 1)
+    );
+    ws.write("dist/install.yaml", &crds_only);
+    refuses(
+        &ws,
+        &["--plugins=helm/v2-alpha"],
+        "`dist/install.yaml` is older than config/: its ClusterRole `otp-operator-manager-role` lacks the rule of config/rbac/role.yaml on appotps, bars",
+        "write it again with `make build-installer`",
+    );
+    assert_ne!(install, fresh);
+    ws.write("dist/install.yaml", &fresh);
+
+    // Written again, the chart has Bar; a template of an object gone from the install file
+    // is removed, and a template of the user's is kept.
+    let mark = "{{/* Code generated by rsbuilder edit --plugins=helm/v2-alpha. DO NOT EDIT. */}}\n";
+    ws.write(
+        "dist/chart/templates/crd/gones.appotp.learn.com.yaml",
+        &format!("{mark}kind: CustomResourceDefinition\n"),
+    );
+    ws.write("dist/chart/templates/mine.yaml", "kind: ConfigMap\n");
+    let err = stderr(&ws.run(&["edit", "--plugins=helm/v2-alpha"]).success());
+    assert!(
+        err.lines()
+            .any(|l| l == "removed dist/chart/templates/crd/gones.appotp.learn.com.yaml"),
+        "{err}"
+    );
+    assert!(
+        !ws.root()
+            .join("dist/chart/templates/crd/gones.appotp.learn.com.yaml")
+            .exists()
+    );
+    assert_eq!(
+        ws.read("dist/chart/templates/mine.yaml"),
+        "kind: ConfigMap\n"
+    );
+    assert!(
+        ws.root()
+            .join("dist/chart/templates/crd/bars.appotp.learn.com.yaml")
+            .is_file()
     );
 }

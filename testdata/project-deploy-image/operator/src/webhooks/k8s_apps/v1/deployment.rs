@@ -34,6 +34,7 @@ impl webhook::Defaulter<Object> for Defaulter {
     }
 }
 
+// +rsbuilder:scaffold:webhooks.defaulting
 /// Where the API server sends Deployments to be validated.
 pub const VALIDATION_PATH: &str = "/validate-apps-v1-deployment";
 
@@ -62,13 +63,16 @@ impl webhook::Validator<Object> for Validator {
     }
 }
 
-// +rsbuilder:scaffold:webhooks
+// +rsbuilder:scaffold:webhooks.validation
+// +rsbuilder:scaffold:webhooks.conversion
 
 /// Registers the webhooks of Deployment with the manager's webhook server.
 pub fn register(webhooks: &mut Webhooks) {
     webhooks.defaulting(DEFAULTING_PATH, Defaulter);
+    // +rsbuilder:scaffold:register.defaulting
     webhooks.validating(VALIDATION_PATH, Validator);
-    // +rsbuilder:scaffold:register
+    // +rsbuilder:scaffold:register.validation
+    // +rsbuilder:scaffold:register.conversion
 }
 
 #[cfg(test)]
@@ -138,6 +142,7 @@ mod tests {
         assert_eq!(response.status(), 400);
     }
 
+    // +rsbuilder:scaffold:tests.defaulting
     // TODO(user): Add a test for each way your validation denies, with its message.
     #[tokio::test]
     async fn validation_admits_the_sample() {
@@ -161,5 +166,6 @@ mod tests {
         assert_eq!(response.status(), 400);
     }
 
-    // +rsbuilder:scaffold:tests
+    // +rsbuilder:scaffold:tests.validation
+    // +rsbuilder:scaffold:tests.conversion
 }

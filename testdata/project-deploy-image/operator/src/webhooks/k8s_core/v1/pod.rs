@@ -18,6 +18,7 @@ use rsbuilder_runtime::webhook::{self, Webhooks};
 /// The kind these webhooks admit.
 type Object = k8s_openapi::api::core::v1::Pod;
 
+// +rsbuilder:scaffold:webhooks.defaulting
 /// Where the API server sends Pods to be validated.
 pub const VALIDATION_PATH: &str = "/validate--v1-pod";
 
@@ -46,12 +47,15 @@ impl webhook::Validator<Object> for Validator {
     }
 }
 
-// +rsbuilder:scaffold:webhooks
+// +rsbuilder:scaffold:webhooks.validation
+// +rsbuilder:scaffold:webhooks.conversion
 
 /// Registers the webhooks of Pod with the manager's webhook server.
 pub fn register(webhooks: &mut Webhooks) {
+    // +rsbuilder:scaffold:register.defaulting
     webhooks.validating(VALIDATION_PATH, Validator);
-    // +rsbuilder:scaffold:register
+    // +rsbuilder:scaffold:register.validation
+    // +rsbuilder:scaffold:register.conversion
 }
 
 #[cfg(test)]
@@ -83,6 +87,7 @@ mod tests {
         object
     }
 
+    // +rsbuilder:scaffold:tests.defaulting
     // TODO(user): Add a test for each way your validation denies, with its message.
     #[tokio::test]
     async fn validation_admits_the_sample() {
@@ -106,5 +111,6 @@ mod tests {
         assert_eq!(response.status(), 400);
     }
 
-    // +rsbuilder:scaffold:tests
+    // +rsbuilder:scaffold:tests.validation
+    // +rsbuilder:scaffold:tests.conversion
 }

@@ -27,12 +27,16 @@ impl webhook::Defaulter<Object> for Defaulter {
     }
 }
 
-// +rsbuilder:scaffold:webhooks
+// +rsbuilder:scaffold:webhooks.defaulting
+// +rsbuilder:scaffold:webhooks.validation
+// +rsbuilder:scaffold:webhooks.conversion
 
 /// Registers the webhooks of Captain with the manager's webhook server.
 pub fn register(webhooks: &mut Webhooks) {
     webhooks.defaulting(DEFAULTING_PATH, Defaulter);
-    // +rsbuilder:scaffold:register
+    // +rsbuilder:scaffold:register.defaulting
+    // +rsbuilder:scaffold:register.validation
+    // +rsbuilder:scaffold:register.conversion
 }
 
 #[cfg(test)]
@@ -103,5 +107,7 @@ mod tests {
         assert_eq!(response.status(), 400);
     }
 
-    // +rsbuilder:scaffold:tests
+    // +rsbuilder:scaffold:tests.defaulting
+    // +rsbuilder:scaffold:tests.validation
+    // +rsbuilder:scaffold:tests.conversion
 }

@@ -27,6 +27,7 @@ impl webhook::Defaulter<Object> for Defaulter {
     }
 }
 
+// +rsbuilder:scaffold:webhooks.defaulting
 /// Where the API server sends AppOTPs to be validated.
 pub const VALIDATION_PATH: &str = "/validate-appotp-learn-com-v1-appotp";
 
@@ -55,6 +56,7 @@ impl webhook::Validator<Object> for Validator {
     }
 }
 
+// +rsbuilder:scaffold:webhooks.validation
 /// Converts AppOTP between its versions through this one, the hub: the storage version.
 /// The API server posts ConversionReviews to `/convert` (the CRD's `spec.conversion`, set by
 /// `config/crd/patches/webhook_in_appotps.yaml`).
@@ -95,14 +97,16 @@ pub mod v2 {
 }
 // +rsbuilder:scaffold:spoke-modules
 
-// +rsbuilder:scaffold:webhooks
+// +rsbuilder:scaffold:webhooks.conversion
 
 /// Registers the webhooks of AppOTP with the manager's webhook server.
 pub fn register(webhooks: &mut Webhooks) {
     webhooks.defaulting(DEFAULTING_PATH, Defaulter);
+    // +rsbuilder:scaffold:register.defaulting
     webhooks.validating(VALIDATION_PATH, Validator);
+    // +rsbuilder:scaffold:register.validation
     webhooks.conversion(conversion());
-    // +rsbuilder:scaffold:register
+    // +rsbuilder:scaffold:register.conversion
 }
 
 #[cfg(test)]
@@ -173,6 +177,7 @@ mod tests {
         assert_eq!(response.status(), 400);
     }
 
+    // +rsbuilder:scaffold:tests.defaulting
     // TODO(user): Add a test for each way your validation denies, with its message.
     #[tokio::test]
     async fn validation_admits_the_sample() {
@@ -196,6 +201,7 @@ mod tests {
         assert_eq!(response.status(), 400);
     }
 
+    // +rsbuilder:scaffold:tests.validation
     /// Converts the sample to `spoke` and back, which must give the sample again.
     async fn assert_round_trip(spoke: &str) {
         let webhooks = webhooks();
@@ -225,5 +231,5 @@ mod tests {
     }
     // +rsbuilder:scaffold:conversion-tests
 
-    // +rsbuilder:scaffold:tests
+    // +rsbuilder:scaffold:tests.conversion
 }

@@ -11,6 +11,7 @@ use rsbuilder_runtime::webhook::{self, Webhooks};
 /// The kind these webhooks admit.
 type Object = ::project_v4_multigroup_api::example_com::v1alpha1::Memcached;
 
+// +rsbuilder:scaffold:webhooks.defaulting
 /// Where the API server sends Memcacheds to be validated.
 pub const VALIDATION_PATH: &str = "/validate-example-com-testproject-org-v1alpha1-memcached";
 
@@ -39,12 +40,15 @@ impl webhook::Validator<Object> for Validator {
     }
 }
 
-// +rsbuilder:scaffold:webhooks
+// +rsbuilder:scaffold:webhooks.validation
+// +rsbuilder:scaffold:webhooks.conversion
 
 /// Registers the webhooks of Memcached with the manager's webhook server.
 pub fn register(webhooks: &mut Webhooks) {
+    // +rsbuilder:scaffold:register.defaulting
     webhooks.validating(VALIDATION_PATH, Validator);
-    // +rsbuilder:scaffold:register
+    // +rsbuilder:scaffold:register.validation
+    // +rsbuilder:scaffold:register.conversion
 }
 
 #[cfg(test)]
@@ -77,6 +81,7 @@ mod tests {
         object
     }
 
+    // +rsbuilder:scaffold:tests.defaulting
     // TODO(user): Add a test for each way your validation denies, with its message.
     #[tokio::test]
     async fn validation_admits_the_sample() {
@@ -100,5 +105,6 @@ mod tests {
         assert_eq!(response.status(), 400);
     }
 
-    // +rsbuilder:scaffold:tests
+    // +rsbuilder:scaffold:tests.validation
+    // +rsbuilder:scaffold:tests.conversion
 }

@@ -11,6 +11,7 @@ use rsbuilder_runtime::webhook::{self, Webhooks};
 /// The kind these webhooks admit.
 type Object = ::project_v4_multigroup_api::ship::v2alpha1::Cruiser;
 
+// +rsbuilder:scaffold:webhooks.defaulting
 /// Where the API server sends Cruisers to be validated.
 pub const VALIDATION_PATH: &str = "/validate-ship-testproject-org-v2alpha1-cruiser";
 
@@ -39,12 +40,15 @@ impl webhook::Validator<Object> for Validator {
     }
 }
 
-// +rsbuilder:scaffold:webhooks
+// +rsbuilder:scaffold:webhooks.validation
+// +rsbuilder:scaffold:webhooks.conversion
 
 /// Registers the webhooks of Cruiser with the manager's webhook server.
 pub fn register(webhooks: &mut Webhooks) {
+    // +rsbuilder:scaffold:register.defaulting
     webhooks.validating(VALIDATION_PATH, Validator);
-    // +rsbuilder:scaffold:register
+    // +rsbuilder:scaffold:register.validation
+    // +rsbuilder:scaffold:register.conversion
 }
 
 #[cfg(test)]
@@ -75,6 +79,7 @@ mod tests {
         Object::new("sample", Spec::default())
     }
 
+    // +rsbuilder:scaffold:tests.defaulting
     // TODO(user): Add a test for each way your validation denies, with its message.
     #[tokio::test]
     async fn validation_admits_the_sample() {
@@ -98,5 +103,6 @@ mod tests {
         assert_eq!(response.status(), 400);
     }
 
-    // +rsbuilder:scaffold:tests
+    // +rsbuilder:scaffold:tests.validation
+    // +rsbuilder:scaffold:tests.conversion
 }

@@ -11,6 +11,8 @@ use rsbuilder_runtime::webhook::{self, Webhooks};
 /// The kind these webhooks admit.
 type Object = ::project_v4_with_plugins_api::example_com::v1::Wordpress;
 
+// +rsbuilder:scaffold:webhooks.defaulting
+// +rsbuilder:scaffold:webhooks.validation
 /// Converts Wordpress between its versions through this one, the hub: the storage version.
 /// The API server posts ConversionReviews to `/convert` (the CRD's `spec.conversion`, set by
 /// `config/crd/patches/webhook_in_wordpresses.yaml`).
@@ -51,12 +53,14 @@ pub mod v2 {
 }
 // +rsbuilder:scaffold:spoke-modules
 
-// +rsbuilder:scaffold:webhooks
+// +rsbuilder:scaffold:webhooks.conversion
 
 /// Registers the webhooks of Wordpress with the manager's webhook server.
 pub fn register(webhooks: &mut Webhooks) {
+    // +rsbuilder:scaffold:register.defaulting
+    // +rsbuilder:scaffold:register.validation
     webhooks.conversion(conversion());
-    // +rsbuilder:scaffold:register
+    // +rsbuilder:scaffold:register.conversion
 }
 
 #[cfg(test)]
@@ -89,6 +93,8 @@ mod tests {
         object
     }
 
+    // +rsbuilder:scaffold:tests.defaulting
+    // +rsbuilder:scaffold:tests.validation
     /// Converts the sample to `spoke` and back, which must give the sample again.
     async fn assert_round_trip(spoke: &str) {
         let webhooks = webhooks();
@@ -118,5 +124,5 @@ mod tests {
     }
     // +rsbuilder:scaffold:conversion-tests
 
-    // +rsbuilder:scaffold:tests
+    // +rsbuilder:scaffold:tests.conversion
 }

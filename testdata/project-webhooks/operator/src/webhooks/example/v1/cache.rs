@@ -27,6 +27,7 @@ impl webhook::Defaulter<Object> for Defaulter {
     }
 }
 
+// +rsbuilder:scaffold:webhooks.defaulting
 /// Where the API server sends Caches to be validated.
 pub const VALIDATION_PATH: &str = "/validate-example-example-com-v1-cache";
 
@@ -55,6 +56,7 @@ impl webhook::Validator<Object> for Validator {
     }
 }
 
+// +rsbuilder:scaffold:webhooks.validation
 /// Converts Cache between its versions through this one, the hub: the storage version.
 /// The API server posts ConversionReviews to `/convert` (the CRD's `spec.conversion`, set by
 /// `config/crd/patches/webhook_in_caches.yaml`).
@@ -125,14 +127,16 @@ pub mod v3 {
 }
 // +rsbuilder:scaffold:spoke-modules
 
-// +rsbuilder:scaffold:webhooks
+// +rsbuilder:scaffold:webhooks.conversion
 
 /// Registers the webhooks of Cache with the manager's webhook server.
 pub fn register(webhooks: &mut Webhooks) {
     webhooks.defaulting(DEFAULTING_PATH, Defaulter);
+    // +rsbuilder:scaffold:register.defaulting
     webhooks.validating(VALIDATION_PATH, Validator);
+    // +rsbuilder:scaffold:register.validation
     webhooks.conversion(conversion());
-    // +rsbuilder:scaffold:register
+    // +rsbuilder:scaffold:register.conversion
 }
 
 #[cfg(test)]
@@ -203,6 +207,7 @@ mod tests {
         assert_eq!(response.status(), 400);
     }
 
+    // +rsbuilder:scaffold:tests.defaulting
     // TODO(user): Add a test for each way your validation denies, with its message.
     #[tokio::test]
     async fn validation_admits_the_sample() {
@@ -226,6 +231,7 @@ mod tests {
         assert_eq!(response.status(), 400);
     }
 
+    // +rsbuilder:scaffold:tests.validation
     /// Converts the sample to `spoke` and back, which must give the sample again.
     async fn assert_round_trip(spoke: &str) {
         let webhooks = webhooks();
@@ -260,5 +266,5 @@ mod tests {
     }
     // +rsbuilder:scaffold:conversion-tests
 
-    // +rsbuilder:scaffold:tests
+    // +rsbuilder:scaffold:tests.conversion
 }
