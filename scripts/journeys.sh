@@ -204,7 +204,7 @@ edit("""        tracing::debug!(name = ?object.metadata.name, "validating a crea
 edit("""        tracing::debug!(name = ?new.metadata.name, "validating an update");
         Ok(Vec::new())""", """        tracing::debug!(name = ?new.metadata.name, "validating an update");
         check(new)""")
-edit("""// +rsbuilder:scaffold:webhooks
+edit("""// +rsbuilder:scaffold:webhooks.conversion
 """, """/// What the schema cannot express: its minimum keeps negative replicas out of the cluster,
 /// but this also guards the objects that reach the webhook some other way.
 fn check(object: &Object) -> webhook::Verdict {
@@ -221,7 +221,7 @@ fn check(object: &Object) -> webhook::Verdict {
     Ok(warnings)
 }
 
-// +rsbuilder:scaffold:webhooks
+// +rsbuilder:scaffold:webhooks.conversion
 """)
 edit("""        let mut object = Object::new("sample", Spec::default());""", """        let spec = Spec {
             replicas: 1,
@@ -230,7 +230,7 @@ edit("""        let mut object = Object::new("sample", Spec::default());""", """
             ..Spec::default()
         };
         let mut object = Object::new("sample", spec);""")
-edit("""    // +rsbuilder:scaffold:tests
+edit("""    // +rsbuilder:scaffold:tests.conversion
 """, """    #[tokio::test]
     async fn zero_replicas_are_defaulted_to_one() {
         let mut object = sample();
@@ -278,7 +278,7 @@ edit("""    // +rsbuilder:scaffold:tests
         );
     }
 
-    // +rsbuilder:scaffold:tests
+    // +rsbuilder:scaffold:tests.conversion
 """)
 PY
 

@@ -66,17 +66,66 @@ pub fn apply(root: &Path, plan: Plan, options: Options) -> anyhow::Result<()> {
     }
     write_all(root, &changes)?;
     for change in &changes {
-        let verb = match change.action {
-            Action::Create => "created",
-            Action::Update => "updated",
-            Action::Overwrite => "overwrote",
-            Action::Keep => "kept",
-            Action::Unchanged => "unchanged",
-            Action::Remove => "removed",
-        };
-        ui::file(verb, &change.path);
+        ui::file(done(change.action), &change.path);
     }
     Ok(())
+}
+
+/// The status word of a change made.
+fn done(action: Action) -> &'static str {
+    match action {
+        Action::Create => "created",
+        Action::Update => "updated",
+        Action::Overwrite => "overwrote",
+        Action::Keep => "kept",
+        Action::Unchanged => "unchanged",
+        Action::Remove => "removed",
+    }
+}
+
+/// Writes `plan` (as `apply --force` does), then the plan `then` makes of the tree that
+/// leaves, under the same journal: one write, undone whole when either part fails or the
+/// process is killed. `alpha update` writes its merge so, with the manifests `generate` makes
+/// of the merged code in place. The status of each file, as printed: once a file, as the
+/// write left it.
+pub fn apply_then(
+    root: &Path,
+    plan: Plan,
+    then: impl FnOnce(&Path) -> anyhow::Result<Plan>,
+) -> anyhow::Result<Vec<(&'static str, PathBuf)>> {
+    let options = Options {
+        force: true,
+        dry_run: false,
+    };
+    let changes = resolve(&OnDisk(root), plan, options)?;
+    refuse_links(root, &changes)?;
+    let mut then = Some(then);
+    let mut next = |root: &Path| -> anyhow::Result<Vec<Change>> {
+        let then = then.take().expect("the second part is planned once");
+        resolve(&OnDisk(root), then(root)?, options)
+    };
+    let second = guarded(|interrupted| write_phases(root, &changes, Some(&mut next), interrupted))?;
+    // A file the second part changes again is reported as it left it.
+    let again: std::collections::HashSet<&Path> = second
+        .iter()
+        .filter(|change| !matches!(change.action, Action::Keep | Action::Unchanged))
+        .map(|change| change.path.as_path())
+        .collect();
+    // A file of the first part the second leaves as it is was reported already.
+    let first: std::collections::HashSet<&Path> =
+        changes.iter().map(|change| change.path.as_path()).collect();
+    let statuses: Vec<(&'static str, PathBuf)> = changes
+        .iter()
+        .filter(|change| !again.contains(change.path.as_path()))
+        .chain(second.iter().filter(|change| {
+            !first.contains(change.path.as_path()) || again.contains(change.path.as_path())
+        }))
+        .map(|change| (done(change.action), change.path.clone()))
+        .collect();
+    for (verb, path) in &statuses {
+        ui::file(verb, path);
+    }
+    Ok(statuses)
 }
 
 /// Applies `plan` to a project in memory, as `apply` does to one on disk: the same decisions,
@@ -562,6 +611,15 @@ impl Journal {
     /// here on, an interruption is undone.
     fn record(&mut self, entry: Entry) -> anyhow::Result<()> {
         use std::io::Write as _;
+        // A file this write changed already: its first entry undoes both changes (its copy
+        // holds the bytes from before the first).
+        if let Entry::Create(path) | Entry::Replace(path) | Entry::Remove(path) = &entry
+            && self.entries.iter().any(|done| {
+                matches!(done, Entry::Create(p) | Entry::Replace(p) | Entry::Remove(p) if p == path)
+            })
+        {
+            return Ok(());
+        }
         if let Entry::Replace(path) | Entry::Remove(path) = &entry {
             let kept = self.root.join(UNDO_DIR).join(path);
             if let Some(parent) = kept.parent() {
@@ -731,8 +789,65 @@ fn write_journaled(
     changes: &[Change],
     interrupted: &AtomicBool,
 ) -> anyhow::Result<()> {
+    write_phases(root, changes, None, interrupted).map(|_| ())
+}
+
+/// The second part of a write: the changes planned from the tree the first part leaves.
+type Then<'a> = &'a mut dyn FnMut(&Path) -> anyhow::Result<Vec<Change>>;
+
+/// Writes `changes`, then those `then` plans, under one journal; on a failure, undoes them all.
+/// The changes of the second part.
+fn write_phases(
+    root: &Path,
+    changes: &[Change],
+    then: Option<Then<'_>>,
+    interrupted: &AtomicBool,
+) -> anyhow::Result<Vec<Change>> {
     let mut journal = Journal::begin(root)?;
     let mut dirs = std::collections::HashSet::new();
+    let written = || -> Result<Vec<Change>, (anyhow::Error, Option<PathBuf>)> {
+        write_each(root, changes, &mut journal, &mut dirs, interrupted)?;
+        let Some(then) = then else {
+            return Ok(Vec::new());
+        };
+        let second = then(root).map_err(|error| (error, None))?;
+        refuse_links(root, &second).map_err(|error| (error, None))?;
+        write_each(root, &second, &mut journal, &mut dirs, interrupted)?;
+        Ok(second)
+    };
+    let (error, path) = match written() {
+        Ok(second) => {
+            finish(root)?;
+            return Ok(second);
+        }
+        Err(failed) => failed,
+    };
+    let failures = undo(root, &journal.entries);
+    let what = path.map_or_else(String::new, |path| {
+        format!("failed to write `{}`", path.display())
+    });
+    if failures.is_empty() {
+        finish(root)?;
+        if what.is_empty() {
+            return Err(error);
+        }
+        return Err(error.context(format!("{what}; nothing was changed")));
+    }
+    Err(error.context(format!(
+        "{}could not undo every earlier write: {}; the next rsbuilder command in this project tries again (`{JOURNAL}`)",
+        if what.is_empty() { String::new() } else { format!("{what}, and ") },
+        failures.join("; ")
+    )))
+}
+
+/// Writes each change in turn, journaled; the first failure, with the path it was writing.
+fn write_each(
+    root: &Path,
+    changes: &[Change],
+    journal: &mut Journal,
+    dirs: &mut std::collections::HashSet<PathBuf>,
+    interrupted: &AtomicBool,
+) -> Result<(), (anyhow::Error, Option<PathBuf>)> {
     for change in changes {
         if matches!(change.action, Action::Keep | Action::Unchanged) {
             continue;
@@ -740,22 +855,11 @@ fn write_journaled(
         let written = if interrupted.load(Ordering::SeqCst) {
             Err(UserError::new("interrupted").into())
         } else {
-            write_one(root, change, &mut journal, &mut dirs)
+            write_one(root, change, journal, dirs)
         };
-        if let Err(error) = written {
-            let failures = undo(root, &journal.entries);
-            let path = change.path.display();
-            if failures.is_empty() {
-                finish(root)?;
-                return Err(error.context(format!("failed to write `{path}`; nothing was changed")));
-            }
-            return Err(error.context(format!(
-                "failed to write `{path}`, and could not undo every earlier write: {}; the next rsbuilder command in this project tries again (`{JOURNAL}`)",
-                failures.join("; ")
-            )));
-        }
+        written.map_err(|error| (error, Some(change.path.clone())))?;
     }
-    finish(root)
+    Ok(())
 }
 
 /// Writes one change, journaled first; `dirs` holds the folders known to exist.
@@ -1108,6 +1212,120 @@ mod tests {
             fs::metadata(root.join("same.txt")).unwrap().ino(),
             inode,
             "not written again"
+        );
+    }
+
+    /// `apply_then`: the second part sees the tree the first leaves; both are written, or,
+    /// when the second fails, neither: a file both parts write gets its first bytes back, a
+    /// file the first made is gone, and the journal is removed.
+    #[test]
+    fn a_write_in_two_parts_is_one_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::write(root.join("merged.txt"), "old").unwrap();
+        fs::write(root.join("role.yaml"), "old role").unwrap();
+        let before = snapshot(root);
+        let first = || Plan {
+            files: vec![
+                file("merged.txt", "merged", Policy::Regenerated),
+                file("role.yaml", "merged role", Policy::Regenerated),
+                file("new/made.txt", "made", Policy::Regenerated),
+            ],
+            ..Plan::default()
+        };
+        let error = apply_then(root, first(), |root| {
+            assert_eq!(
+                fs::read_to_string(root.join("merged.txt")).unwrap(),
+                "merged"
+            );
+            // A file the first part wrote, written again: the undo's copy keeps the first bytes.
+            fs::write(root.join("role.yaml"), "half").unwrap();
+            anyhow::bail!("generate failed")
+        })
+        .unwrap_err();
+        assert_eq!(format!("{error:#}"), "generate failed");
+        assert_eq!(snapshot(root), before);
+
+        let error = apply_then(root, first(), |_| {
+            Ok(Plan {
+                files: vec![
+                    file("role.yaml", "generated role", Policy::Regenerated),
+                    file("new", "a file where a folder is", Policy::Regenerated),
+                ],
+                ..Plan::default()
+            })
+        })
+        .unwrap_err();
+        assert!(
+            format!("{error:#}")
+                .starts_with("`new` is a directory, where rsbuilder would write a file"),
+            "{error:#}"
+        );
+        assert_eq!(snapshot(root), before);
+
+        let statuses = apply_then(root, first(), |_| {
+            Ok(Plan {
+                files: vec![
+                    file("role.yaml", "generated role", Policy::Regenerated),
+                    file("merged.txt", "merged", Policy::Regenerated),
+                ],
+                ..Plan::default()
+            })
+        })
+        .unwrap();
+        let statuses: Vec<(&str, &str)> = statuses
+            .iter()
+            .map(|(verb, path)| (*verb, path.to_str().unwrap()))
+            .collect();
+        assert_eq!(
+            statuses,
+            [
+                ("updated", "merged.txt"),
+                ("created", "new/made.txt"),
+                ("updated", "role.yaml"),
+            ]
+        );
+        assert_eq!(
+            fs::read_to_string(root.join("merged.txt")).unwrap(),
+            "merged"
+        );
+        assert_eq!(
+            fs::read_to_string(root.join("role.yaml")).unwrap(),
+            "generated role"
+        );
+        assert_eq!(
+            fs::read_to_string(root.join("new/made.txt")).unwrap(),
+            "made"
+        );
+        assert!(!root.join(JOURNAL).exists() && !root.join(UNDO_DIR).exists());
+    }
+
+    /// A file a write changes twice is journaled once: the undo of both gives its first bytes.
+    #[test]
+    fn a_file_changed_twice_is_journaled_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::write(root.join("a.txt"), "first").unwrap();
+        let mut journal = Journal::begin(root).unwrap();
+        journal.record(Entry::Replace("a.txt".into())).unwrap();
+        fs::write(root.join("a.txt"), "second").unwrap();
+        journal.record(Entry::Replace("a.txt".into())).unwrap();
+        journal.record(Entry::Create("b.txt".into())).unwrap();
+        journal.record(Entry::Remove("b.txt".into())).unwrap();
+        assert_eq!(
+            journal.entries,
+            [
+                Entry::Replace("a.txt".into()),
+                Entry::Create("b.txt".into())
+            ]
+        );
+        assert_eq!(
+            fs::read_to_string(root.join(UNDO_DIR).join("a.txt")).unwrap(),
+            "first"
+        );
+        assert_eq!(
+            fs::read_to_string(root.join(JOURNAL)).unwrap(),
+            "replace\ta.txt\ncreate\tb.txt\n"
         );
     }
 

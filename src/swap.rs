@@ -40,6 +40,8 @@ enum Step {
     In(String),
     /// Every entry is in place; what is left in `STAGING` is to be removed.
     Done,
+    /// Every entry is back as it was; what is left in `STAGING` is to be removed.
+    Undone,
 }
 
 impl Step {
@@ -49,6 +51,7 @@ impl Step {
             Step::Aside(name) => format!("aside {name}\n"),
             Step::In(name) => format!("in {name}\n"),
             Step::Done => "done\n".to_owned(),
+            Step::Undone => "undone\n".to_owned(),
         }
     }
 
@@ -56,6 +59,7 @@ impl Step {
         match line.split_once(' ') {
             None if line == "staged" => Some(Step::Staged),
             None if line == "done" => Some(Step::Done),
+            None if line == "undone" => Some(Step::Undone),
             Some(("aside", name)) => Some(Step::Aside(name.to_owned())),
             Some(("in", name)) => Some(Step::In(name.to_owned())),
             _ => None,
@@ -98,7 +102,17 @@ pub fn replace_tree(
                 )),
             });
         }
-        journal.record(&Step::Done)?;
+        // Every new entry is in place, and flushed with the folders that name them, before
+        // the journal says so.
+        let done = sync_folders(root).and_then(|()| journal.record(&Step::Done));
+        if let Err(error) = done {
+            return Err(match undo(root) {
+                Ok(()) => error.context("the project's files are as they were"),
+                Err(undo) => {
+                    error.context(format!("and the old tree could not be put back: {undo:#}"))
+                }
+            });
+        }
         finish(&staging)
     })
 }
@@ -109,14 +123,15 @@ fn names(dir: &Path) -> anyhow::Result<Vec<String>> {
     let mut names = Vec::new();
     for entry in fs::read_dir(dir).with_context(|| format!("failed to read `{}`", dir.display()))? {
         let name = entry?.file_name();
-        if name == ".git" || name == STAGING {
+        // target/ is cargo's, and the new tree has none: it stays, built.
+        if name == ".git" || name == STAGING || name == "target" {
             continue;
         }
         match name.to_str() {
-            Some(text) if !text.contains('\n') => names.push(text.to_owned()),
+            Some(text) if !text.contains(['\n', '\r']) => names.push(text.to_owned()),
             _ => {
                 return Err(UserError::new(format!(
-                    "{:?} in `{}` is a name alpha generate cannot journal (not UTF-8, or a line break)",
+                    "{:?} in `{}` is a name alpha generate cannot journal (not UTF-8, or a line break or carriage return)",
                     name,
                     dir.display()
                 ))
@@ -175,8 +190,20 @@ fn copy_tree(from: &Path, to: &Path, interrupted: &AtomicBool) -> anyhow::Result
                 .with_context(|| format!("failed to create `{}`", target.display()))?;
         } else {
             fs::copy(entry.path(), &target)
+                .and_then(|_| fs::File::open(&target)?.sync_all())
                 .with_context(|| format!("failed to copy the new `{}`", relative.display()))?;
         }
+    }
+    Ok(())
+}
+
+/// Flushes the project's folder and the staging folders, whose entries the renames changed.
+fn sync_folders(root: &Path) -> anyhow::Result<()> {
+    let staging = root.join(STAGING);
+    for dir in [root.to_path_buf(), staging.join(OLD), staging.join(NEW)] {
+        fs::File::open(&dir)
+            .and_then(|dir| dir.sync_all())
+            .with_context(|| format!("failed to flush `{}`", dir.display()))?;
     }
     Ok(())
 }
@@ -216,7 +243,10 @@ fn swap(
                 Step::Aside(name) | Step::In(name) => name.as_str(),
                 _ => "",
             };
-            if error.kind() == io::ErrorKind::CrossesDevices {
+            if matches!(
+                error.kind(),
+                io::ErrorKind::CrossesDevices | io::ErrorKind::ResourceBusy
+            ) {
                 return Err(UserError::new(format!(
                     "`{name}` is on another file system than the project (a mount point): it cannot be moved aside"
                 ))
@@ -238,7 +268,7 @@ fn undo(root: &Path) -> anyhow::Result<()> {
         let (from, to) = match step {
             Step::In(name) => (root.join(name), staging.join(NEW).join(name)),
             Step::Aside(name) => (staging.join(OLD).join(name), root.join(name)),
-            Step::Staged | Step::Done => continue,
+            Step::Staged | Step::Done | Step::Undone => continue,
         };
         // Journaled before it was made: the move may not have happened.
         if exists(&from) && !exists(&to) {
@@ -250,6 +280,35 @@ fn undo(root: &Path) -> anyhow::Result<()> {
             })?;
         }
     }
+    // An old entry whose place was taken meanwhile (an editor, a build) is never deleted.
+    let mut left: Vec<String> = fs::read_dir(staging.join(OLD))
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !left.is_empty() {
+        left.sort();
+        return Err(UserError::new(format!(
+            "`{}` came back while alpha generate --force was swapping: the old one is in `{STAGING}/{OLD}`",
+            left.join("`, `")
+        ))
+        .help(format!(
+            "keep the one you want in the project, remove the other, then remove `{STAGING}`"
+        ))
+        .into());
+    }
+    // Every entry is back: from here on only the removal of what is left remains, which a
+    // later recovery finishes without moving anything.
+    let mut journal = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(staging.join(JOURNAL))
+        .map(Journal)
+        .with_context(|| format!("failed to open `{STAGING}/{JOURNAL}`"))?;
+    journal.record(&Step::Undone)?;
     finish(&staging)
 }
 
@@ -297,7 +356,16 @@ pub fn recover(root: &Path) -> anyhow::Result<()> {
     let done = steps
         .as_ref()
         .is_ok_and(|steps| steps.contains(&Step::Done));
-    let result = steps.and_then(|_| if done { finish(&staging) } else { undo(root) });
+    let undone = steps
+        .as_ref()
+        .is_ok_and(|steps| steps.contains(&Step::Undone));
+    let result = steps.and_then(|_| {
+        if done || undone {
+            finish(&staging)
+        } else {
+            undo(root)
+        }
+    });
     result.map_err(|error| {
         anyhow::Error::from(
             UserError::new(format!(
@@ -317,12 +385,16 @@ pub fn recover(root: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The root of the project around `dir` while a swap has moved its PROJECT aside: the nearest
-/// folder that holds [`STAGING`].
-pub fn interrupted_root(dir: &Path) -> Option<PathBuf> {
-    dir.ancestors()
-        .find(|d| d.join(STAGING).is_dir())
-        .map(Path::to_path_buf)
+/// The root of a project around `dir` whose swap was interrupted: the nearest folder that
+/// holds [`STAGING`], or the one that holds the [`STAGING`] `dir` is in (a folder moved aside);
+/// and whether `dir` is in [`STAGING`].
+pub fn interrupted_root(dir: &Path) -> Option<(PathBuf, bool)> {
+    dir.ancestors().find_map(|d| {
+        if d.file_name().is_some_and(|name| name == STAGING) {
+            return d.parent().map(|root| (root.to_path_buf(), true));
+        }
+        d.join(STAGING).is_dir().then(|| (d.to_path_buf(), false))
+    })
 }
 
 #[cfg(test)]
@@ -483,7 +555,7 @@ mod tests {
                         Step::In(name) => {
                             fs::rename(staging.join(NEW).join(name), root.join(name)).unwrap()
                         }
-                        Step::Staged | Step::Done => {}
+                        Step::Staged | Step::Done | Step::Undone => {}
                     }
                 }
                 recover(&root).unwrap();
@@ -511,6 +583,76 @@ mod tests {
         assert_eq!(Step::parse("moved x"), None);
         assert_eq!(Step::parse("staged x"), None);
         assert_eq!(Step::parse("finished"), None);
+        assert_eq!(Step::parse("undone"), Some(Step::Undone));
+    }
+
+    /// An undo killed while it removed what was left finishes that removal the next time, and
+    /// moves nothing: the project's entries, back in place, stay.
+    #[test]
+    fn an_undo_interrupted_in_its_removal_moves_nothing_again() {
+        let parent = tempfile::tempdir().unwrap();
+        let root = project_dir(parent.path());
+        let before = entries(&root);
+        let staging = root.join(STAGING);
+        let mut journal = begin(&staging).unwrap();
+        fs::create_dir_all(staging.join(NEW)).unwrap();
+        fs::create_dir(staging.join(OLD)).unwrap();
+        for step in [
+            Step::Staged,
+            Step::Aside("PROJECT".to_owned()),
+            Step::In("PROJECT".to_owned()),
+            Step::Undone,
+        ] {
+            journal.record(&step).unwrap();
+        }
+        // The new tree was removed already; PROJECT is the user's again.
+        recover(&root).unwrap();
+        assert_eq!(entries(&root), before);
+        assert!(!staging.exists());
+    }
+
+    /// An old entry whose place was taken during the swap is kept aside and named, never
+    /// deleted.
+    #[test]
+    fn an_entry_that_came_back_is_named_and_kept() {
+        let parent = tempfile::tempdir().unwrap();
+        let root = project_dir(parent.path());
+        let staging = root.join(STAGING);
+        let mut journal = begin(&staging).unwrap();
+        fs::create_dir_all(staging.join(NEW)).unwrap();
+        fs::create_dir(staging.join(OLD)).unwrap();
+        journal.record(&Step::Staged).unwrap();
+        journal.record(&Step::Aside("PROJECT".to_owned())).unwrap();
+        fs::rename(root.join("PROJECT"), staging.join(OLD).join("PROJECT")).unwrap();
+        fs::write(root.join("PROJECT"), "an editor's").unwrap();
+        let error = format!("{:#}", recover(&root).unwrap_err());
+        assert!(
+            error.contains("`PROJECT` came back while alpha generate --force was swapping"),
+            "{error}"
+        );
+        assert_eq!(
+            fs::read_to_string(staging.join(OLD).join("PROJECT")).unwrap(),
+            "old"
+        );
+        assert_eq!(
+            fs::read_to_string(root.join("PROJECT")).unwrap(),
+            "an editor's"
+        );
+    }
+
+    /// The folders the renames changed are flushed: each must be there.
+    #[test]
+    fn the_folders_are_flushed_before_the_journal_says_done() {
+        let parent = tempfile::tempdir().unwrap();
+        let root = project_dir(parent.path());
+        let error = format!("{:#}", sync_folders(&root).unwrap_err());
+        assert!(
+            error.starts_with("failed to flush `") && error.contains("old`"),
+            "{error}"
+        );
+        fs::create_dir_all(root.join(STAGING).join(OLD)).unwrap();
+        fs::create_dir_all(root.join(STAGING).join(NEW)).unwrap();
+        sync_folders(&root).unwrap();
     }
 
     /// A name the journal cannot hold on one line is refused before anything moves.
@@ -522,6 +664,13 @@ mod tests {
         fs::write(root.join("a\nb"), "").unwrap();
         let error = names(&root).unwrap_err().to_string();
         assert!(error.starts_with("\"a\\nb\" in `"), "{error}");
+        fs::remove_file(root.join("a\nb")).unwrap();
+        fs::write(root.join("Icon\r"), "").unwrap();
+        assert!(names(&root).is_err());
+        // target/ is cargo's: it stays where it is.
+        fs::remove_file(root.join("Icon\r")).unwrap();
+        fs::create_dir(root.join("target")).unwrap();
+        assert_eq!(names(&root).unwrap(), ["PROJECT", "src"]);
     }
 
     /// A staging folder without a journal (killed as it was made, or as it was removed) holds
@@ -559,7 +708,14 @@ mod tests {
         let root = parent.path().join("shop");
         fs::create_dir_all(root.join(STAGING)).unwrap();
         fs::create_dir_all(root.join("src/deep")).unwrap();
-        assert_eq!(interrupted_root(&root.join("src/deep")), Some(root.clone()));
+        assert_eq!(
+            interrupted_root(&root.join("src/deep")),
+            Some((root.clone(), false))
+        );
+        assert_eq!(
+            interrupted_root(&root.join(STAGING).join("old/operator")),
+            Some((root.clone(), true))
+        );
         assert_eq!(interrupted_root(parent.path()), None);
     }
 }

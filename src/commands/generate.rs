@@ -38,7 +38,7 @@ pub fn generate(root: &Path, check: bool) -> anyhow::Result<()> {
         files,
         orphans,
         crd_time,
-    } = manifests(root, None)?;
+    } = manifests(root)?;
     if check {
         return check_files(root, &files, &orphans);
     }
@@ -52,7 +52,18 @@ pub fn generate(root: &Path, check: bool) -> anyhow::Result<()> {
         },
         Options::default(),
     )?;
-    for orphan in &orphans {
+    warn_orphans(&orphans);
+    ui::note(&format!(
+        "generated the manifests in {:.1}s (crdgen {:.1}s)",
+        started.elapsed().as_secs_f64(),
+        crd_time.as_secs_f64()
+    ));
+    Ok(())
+}
+
+/// Warns of each file of config/crd/bases that no kind produces any more.
+pub fn warn_orphans(orphans: &[PathBuf]) {
+    for orphan in orphans {
         ui::warn(
             &format!(
                 "`{}` matches no kind of the api crate; delete it if the kind is gone",
@@ -61,12 +72,6 @@ pub fn generate(root: &Path, check: bool) -> anyhow::Result<()> {
             None,
         );
     }
-    ui::note(&format!(
-        "generated the manifests in {:.1}s (crdgen {:.1}s)",
-        started.elapsed().as_secs_f64(),
-        crd_time.as_secs_f64()
-    ));
-    Ok(())
 }
 
 /// The manifests of a project, planned.
@@ -79,9 +84,8 @@ pub struct Manifests {
     pub crd_time: std::time::Duration,
 }
 
-/// The manifests of the project at `root`, written nowhere. cargo builds crdgen in
-/// `target_dir` when given (and `CARGO_TARGET_DIR` is not set), else in the project's own.
-pub fn manifests(root: &Path, target_dir: Option<&Path>) -> anyhow::Result<Manifests> {
+/// The manifests of the project at `root`, written nowhere.
+pub fn manifests(root: &Path) -> anyhow::Result<Manifests> {
     let project = project::load(root)?;
     // The markers first: a malformed one fails before anything is built.
     let sources = rbac::read_sources(&crate::tree::OnDisk(root))?;
@@ -101,7 +105,7 @@ pub fn manifests(root: &Path, target_dir: Option<&Path>) -> anyhow::Result<Manif
         .then(|| webhook::manifests(&markers))
         .transpose()?;
     let crd_started = Instant::now();
-    let crds = crds(root, target_dir)?;
+    let crds = crds(root)?;
     let crd_time = crd_started.elapsed();
     check_sizes(&crds)?;
 
@@ -139,19 +143,12 @@ pub fn manifests(root: &Path, target_dir: Option<&Path>) -> anyhow::Result<Manif
 /// `crdgen` is run from the workspace root without `--package`, so that cargo resolves the
 /// features of the whole workspace, as `cargo build` does: the dependencies it already built
 /// are reused, and after an edit only the api crate is compiled again.
-fn crds(root: &Path, target_dir: Option<&Path>) -> anyhow::Result<BTreeMap<PathBuf, String>> {
+fn crds(root: &Path) -> anyhow::Result<BTreeMap<PathBuf, String>> {
     const COMMAND: &str = "cargo run --bin crdgen";
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(&cargo);
-    command
+    let output = Command::new(&cargo)
         .args(["run", "--quiet", "--bin", "crdgen"])
-        .current_dir(root);
-    if let Some(dir) = target_dir
-        && std::env::var_os("CARGO_TARGET_DIR").is_none()
-    {
-        command.env("CARGO_TARGET_DIR", dir);
-    }
-    let output = command
+        .current_dir(root)
         .output()
         .with_context(|| format!("failed to run `{COMMAND}`: is cargo installed?"))?;
     if !output.status.success() {

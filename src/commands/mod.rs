@@ -32,11 +32,17 @@ pub struct Open {
 /// a time plans and writes it; an interrupted command's writes are undone first.
 pub fn open() -> anyhow::Result<Open> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
-    // PROJECT may be aside, in an `alpha generate --force` that was interrupted: the lock
-    // puts it back.
-    let root = match project::find_root(&cwd) {
-        Ok(root) => root,
-        Err(error) => crate::swap::interrupted_root(&cwd).ok_or(error)?,
+    // PROJECT may be aside, or the current folder with it, in an `alpha generate --force` that
+    // was interrupted: the lock puts them back. The project is the nearer of the two roots.
+    let root = match (
+        project::find_root(&cwd),
+        crate::swap::interrupted_root(&cwd),
+    ) {
+        (_, Some((swapped, true))) => swapped,
+        (Ok(root), Some((swapped, false))) if swapped.starts_with(&root) => swapped,
+        (Ok(root), _) => root,
+        (Err(_), Some((swapped, _))) => swapped,
+        (Err(error), None) => return Err(error.into()),
     };
     let lock = apply::lock(&root)?;
     Ok(Open { root, _lock: lock })

@@ -320,9 +320,9 @@ fn conflict_regions(text: &str) -> String {
 }
 
 /// Writes the merge: on a branch of its own, committed, unless `--force` asks for the work
-/// tree. The merge and the manifests regenerated from it are planned first, in a copy of the
-/// merged project, and written as one journaled step: a failure of `generate` changes nothing,
-/// and an interrupted write is undone by the next command's lock.
+/// tree. The merge and the manifests `generate` makes of the merged code are one journaled
+/// write (`apply::apply_then`): a `generate` that fails leaves nothing written, and a write
+/// interrupted half way is undone by the next command's lock.
 fn write(
     root: &Path,
     merged: &[(PathBuf, Merged)],
@@ -334,15 +334,26 @@ fn write(
         project.cli_version,
         versions::RSBUILDER
     );
-    let (plan, conflicted) = plan_update(root, merged, &project.project_name)?;
-    if options.force {
-        apply_update(root, plan)?;
-        if conflicted {
-            warn_conflicts();
-        }
-        return Ok(());
-    }
+    let (plan, conflicted) = plan_merge(merged);
     back_from_interrupted_update(root, &branch)?;
+    if options.force {
+        if conflicted {
+            apply::apply(
+                root,
+                plan,
+                Options {
+                    force: true,
+                    dry_run: false,
+                },
+            )?;
+            ui::warn(
+                "the merge has conflicts: the files listed as `conflict` hold conflict markers, or are as you left them",
+                Some("resolve them, then run `rsbuilder generate`, `cargo test`, and commit"),
+            );
+            return Ok(());
+        }
+        return write_with_manifests(root, plan);
+    }
     // Everything that can be checked is, before the switch: the branch is new, and git can
     // commit.
     if git(
@@ -391,9 +402,10 @@ fn write(
 }
 
 /// An update killed after it switched to its branch and before its commit leaves the user on
-/// that branch, with the files put back by the lock: the branch is then the one it was made
-/// from (git's `@{-1}`), with no commit of its own. Back to that branch, and the branch made
-/// is deleted, so that this update starts where the last one did.
+/// that branch, with the files put back by the lock: the branch is then at the commit it was
+/// made from (git's `@{-1}`), with none of its own. Back to where it started (a branch, or a
+/// detached commit), and the branch made is deleted, so that this update starts where the last
+/// one did.
 fn back_from_interrupted_update(root: &Path, branch: &str) -> anyhow::Result<()> {
     let current = git(root, &["branch", "--show-current"])?;
     if current.trim() != branch {
@@ -408,22 +420,26 @@ fn back_from_interrupted_update(root: &Path, branch: &str) -> anyhow::Result<()>
     if head != previous {
         return Ok(());
     }
-    git(root, &["switch", "--quiet", "-"])?;
+    let name = git(root, &["rev-parse", "--symbolic-full-name", "@{-1}"])?;
+    let back = match name.trim().strip_prefix("refs/heads/") {
+        Some(start) => {
+            git(root, &["switch", "--quiet", start])?;
+            format!("`{start}`")
+        }
+        None => {
+            git(root, &["switch", "--quiet", "--detach", previous.trim()])?;
+            format!("commit {}", previous.trim())
+        }
+    };
     git(root, &["branch", "--quiet", "-D", branch])?;
     ui::note(&format!(
-        "an earlier `alpha update` stopped on the branch `{branch}` before its commit: back on `{}`, and the branch is deleted",
-        git(root, &["branch", "--show-current"])?.trim()
+        "an earlier `alpha update` stopped on the branch `{branch}` before its commit: back on {back}, and the branch is deleted"
     ));
     Ok(())
 }
 
-/// The files of the merge, and, without conflicts, the manifests `generate` makes of the merged
-/// project; whether the merge has conflicts.
-fn plan_update(
-    root: &Path,
-    merged: &[(PathBuf, Merged)],
-    name: &str,
-) -> anyhow::Result<(Plan, bool)> {
+/// The files of the merge; whether it has conflicts.
+fn plan_merge(merged: &[(PathBuf, Merged)]) -> (Plan, bool) {
     let mut plan = Plan::default();
     let mut conflicted = false;
     for (path, outcome) in merged {
@@ -444,80 +460,29 @@ fn plan_update(
             Merged::Conflict { text: None, .. } => conflicted = true,
         }
     }
-    if conflicted {
-        return Ok((plan, true));
-    }
-    // The merged project, away from the user's: the project's files but .git and target/,
-    // with the merge written over them.
-    let scratch = apply::Scratch::new("merged")?;
-    let copy = scratch.path().join(name);
-    copy_project(root, &copy)?;
-    for file in &plan.files {
-        let target = copy.join(&file.path);
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("failed to create `{}`", parent.display()))?;
-        }
-        std::fs::write(&target, &file.contents)
-            .with_context(|| format!("failed to write `{}`", target.display()))?;
-    }
-    for path in &plan.removals {
-        let _ = std::fs::remove_file(copy.join(path));
-    }
-    let manifests = super::generate::manifests(&copy, Some(&root.join("target")))
-        .context("`rsbuilder generate` fails on the merged project; nothing was written")?;
-    for file in manifests.files {
-        plan.files.retain(|planned| planned.path != file.path);
-        plan.files.push(file);
-    }
-    Ok((plan, false))
+    (plan, conflicted)
 }
 
-/// Copies the project at `root` into `to` (new), but `.git` and `target/`, links as links.
-fn copy_project(root: &Path, to: &Path) -> anyhow::Result<()> {
-    let entries = walkdir::WalkDir::new(root)
-        .into_iter()
-        .filter_entry(|entry| {
-            entry.depth() != 1 || !matches!(entry.file_name().to_str(), Some(".git" | "target"))
-        });
-    for entry in entries {
-        let entry = entry?;
-        let target = to.join(entry.path().strip_prefix(root)?);
-        let file_type = entry.file_type();
-        let copied = if file_type.is_dir() {
-            std::fs::create_dir_all(&target)
-        } else if file_type.is_symlink() {
-            std::fs::read_link(entry.path())
-                .and_then(|link| std::os::unix::fs::symlink(link, &target))
-        } else {
-            std::fs::copy(entry.path(), &target).map(|_| ())
-        };
-        copied.with_context(|| format!("failed to copy `{}`", entry.path().display()))?;
-    }
+/// Writes the merge, then the manifests `generate` makes of the merged project in place, as
+/// one write.
+fn write_with_manifests(root: &Path, plan: Plan) -> anyhow::Result<()> {
+    let mut orphans = Vec::new();
+    apply::apply_then(root, plan, |root| {
+        let manifests = super::generate::manifests(root)
+            .context("`rsbuilder generate` fails on the merged project; nothing was written")?;
+        orphans = manifests.orphans;
+        Ok(Plan {
+            files: manifests.files,
+            ..Plan::default()
+        })
+    })?;
+    super::generate::warn_orphans(&orphans);
     Ok(())
-}
-
-fn apply_update(root: &Path, plan: Plan) -> anyhow::Result<()> {
-    apply::apply(
-        root,
-        plan,
-        Options {
-            force: true,
-            dry_run: false,
-        },
-    )
-}
-
-fn warn_conflicts() {
-    ui::warn(
-        "the merge has conflicts: the files listed as `conflict` hold conflict markers, or are as you left them",
-        Some("resolve them, then run `rsbuilder generate`, `cargo test`, and commit"),
-    );
 }
 
 /// Writes the update on the current branch, then commits it.
 fn commit_update(root: &Path, plan: Plan, project: &Project, branch: &str) -> anyhow::Result<()> {
-    apply_update(root, plan)?;
+    write_with_manifests(root, plan)?;
     git(root, &["add", "--all"])?;
     let message = format!(
         "Update the scaffold from rsbuilder {} to {}",

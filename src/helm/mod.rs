@@ -91,7 +91,9 @@ pub fn files(
     options: &Options,
 ) -> anyhow::Result<Vec<PlannedFile>> {
     let install = read(root, project, &options.manifests)?;
-    if options.check_fresh {
+    // Another install file may come from another overlay: only `make build-installer`'s is
+    // held to config/.
+    if options.check_fresh && options.manifests == DEFAULT_MANIFESTS {
         check_fresh(root, &install, &options.manifests)?;
     }
     let chart = PathBuf::from(&options.output).join("chart");
@@ -237,9 +239,10 @@ fn read(
 use serde::Deserialize as _;
 
 /// Refuses an install file older than the `config/` it was built from (`make build-installer`
-/// not run since): one that lacks a CRD of `config/crd/bases/` or one of its versions, a rule
-/// of the manager's role in `config/rbac/role.yaml`, or a webhook of
-/// `config/webhook/manifests.yaml`. The chart would lack them without a word.
+/// not run since): one that lacks a CRD `config/crd/kustomization.yaml` lists or one of its
+/// versions, a rule of the manager's role in `config/rbac/role.yaml` (its `resourceNames`
+/// aside, which kustomize may rewrite), or a webhook of `config/webhook/manifests.yaml`. The
+/// chart would lack them without a word.
 fn check_fresh(root: &Path, install: &Install, manifests: &str) -> anyhow::Result<()> {
     let stale = |what: String| -> anyhow::Error {
         UserError::new(format!("`{manifests}` is older than config/: {what}"))
@@ -268,16 +271,24 @@ fn check_fresh(root: &Path, install: &Install, manifests: &str) -> anyhow::Resul
             })
             .unwrap_or_default()
     };
-    let mut bases: Vec<String> = match std::fs::read_dir(root.join("config/crd/bases")) {
-        Ok(entries) => entries
-            .filter_map(Result::ok)
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|name| name.ends_with(".yaml"))
-            .map(|name| format!("config/crd/bases/{name}"))
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    bases.sort();
+    // The CRDs the kustomization installs, by file: `bases/<file>` entries of its resources.
+    let kustomization: Value =
+        match std::fs::read_to_string(root.join("config/crd/kustomization.yaml")) {
+            Ok(text) => serde_yaml::from_str(&text).unwrap_or_default(),
+            Err(_) => Value::Null,
+        };
+    let bases: Vec<String> = kustomization
+        .get("resources")
+        .and_then(Value::as_sequence)
+        .map(|resources| {
+            resources
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|r| r.starts_with("bases/") && !r.contains(".."))
+                .map(|r| format!("config/crd/{r}"))
+                .collect()
+        })
+        .unwrap_or_default();
     for base in bases {
         for crd in documents(&base)? {
             let name = objects::name(&crd);
@@ -300,7 +311,18 @@ fn check_fresh(root: &Path, install: &Install, manifests: &str) -> anyhow::Resul
     let rules = |object: &Value| -> Vec<Value> {
         objects::at(object, &["rules"])
             .and_then(Value::as_sequence)
-            .cloned()
+            .map(|rules| {
+                rules
+                    .iter()
+                    .map(|rule| {
+                        let mut rule = rule.clone();
+                        if let Some(rule) = rule.as_mapping_mut() {
+                            rule.remove("resourceNames");
+                        }
+                        rule
+                    })
+                    .collect()
+            })
             .unwrap_or_default()
     };
     for role in documents("config/rbac/role.yaml")? {

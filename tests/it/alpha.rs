@@ -498,7 +498,8 @@ fn alpha_generate_reads_the_project_only_once_it_holds_the_lock() {
 }
 
 /// `alpha generate --force` in a git work tree refuses to delete what git cannot bring back:
-/// uncommitted changes, untracked and ignored files (but target/); the tree stays as it was.
+/// uncommitted changes, untracked and ignored files (but target/, which stays); the tree stays
+/// as it was.
 #[test]
 fn alpha_generate_in_place_keeps_what_git_cannot_restore() {
     if std::process::Command::new("git")
@@ -545,6 +546,9 @@ fn alpha_generate_in_place_keeps_what_git_cannot_restore() {
     ws.run(&["alpha", "generate", "--force"]).success();
     let mut now = ws.snapshot();
     now.retain(|path, _| !path.starts_with(".git"));
+    // cargo's target/ stays, built.
+    assert_eq!(ws.read("target/debug/build-output"), "cargo's\n");
+    now.retain(|path, _| !path.starts_with("target"));
     let mut then = committed;
     then.retain(|path, _| !path.starts_with(".git"));
     assert!(now == then, "the project is scaffolded again as committed");

@@ -1003,6 +1003,11 @@ fn the_helm_chart_follows_the_install_file_and_refuses_a_stale_one() {
     );
     assert_ne!(install, fresh);
     ws.write("dist/install.yaml", &fresh);
+    // A CRD file the CRD kustomization does not list is not the install file's to have.
+    ws.write(
+        "config/crd/bases/kept.example.com_others.yaml",
+        "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: others.kept.example.com\nspec:\n  versions:\n  - name: v1\n",
+    );
 
     // Written again, the chart has Bar; a template of an object gone from the install file
     // is removed, and a template of the user's is kept.
