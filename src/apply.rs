@@ -86,11 +86,13 @@ fn done(action: Action) -> &'static str {
 /// Writes `plan` (as `apply --force` does), then the plan `then` makes of the tree that
 /// leaves, under the same journal: one write, undone whole when either part fails or the
 /// process is killed. `alpha update` writes its merge so, with the manifests `generate` makes
-/// of the merged code in place. The status of each file, as printed: once a file, as the
-/// write left it.
+/// of the merged code in place. `also` names files `then` may write itself (cargo's
+/// `Cargo.lock`): they are journaled before it runs, and undone with the rest. The status of
+/// each file, as printed: once a file, as the write left it.
 pub fn apply_then(
     root: &Path,
     plan: Plan,
+    also: &[&Path],
     then: impl FnOnce(&Path) -> anyhow::Result<Plan>,
 ) -> anyhow::Result<Vec<(&'static str, PathBuf)>> {
     let options = Options {
@@ -104,7 +106,8 @@ pub fn apply_then(
         let then = then.take().expect("the second part is planned once");
         resolve(&OnDisk(root), then(root)?, options)
     };
-    let second = guarded(|interrupted| write_phases(root, &changes, Some(&mut next), interrupted))?;
+    let second =
+        guarded(|interrupted| write_phases(root, &changes, Some((also, &mut next)), interrupted))?;
     // A file the second part changes again is reported as it left it.
     let again: std::collections::HashSet<&Path> = second
         .iter()
@@ -792,8 +795,12 @@ fn write_journaled(
     write_phases(root, changes, None, interrupted).map(|_| ())
 }
 
-/// The second part of a write: the changes planned from the tree the first part leaves.
-type Then<'a> = &'a mut dyn FnMut(&Path) -> anyhow::Result<Vec<Change>>;
+/// The second part of a write: the files it may write itself, and the changes planned from the
+/// tree the first part leaves.
+type Then<'a> = (
+    &'a [&'a Path],
+    &'a mut dyn FnMut(&Path) -> anyhow::Result<Vec<Change>>,
+);
 
 /// Writes `changes`, then those `then` plans, under one journal; on a failure, undoes them all.
 /// The changes of the second part.
@@ -807,10 +814,24 @@ fn write_phases(
     let mut dirs = std::collections::HashSet::new();
     let written = || -> Result<Vec<Change>, (anyhow::Error, Option<PathBuf>)> {
         write_each(root, changes, &mut journal, &mut dirs, interrupted)?;
-        let Some(then) = then else {
+        let Some((also, then)) = then else {
             return Ok(Vec::new());
         };
+        for path in also {
+            let entry = if root.join(path).exists() {
+                Entry::Replace(path.to_path_buf())
+            } else {
+                Entry::Create(path.to_path_buf())
+            };
+            journal
+                .record(entry)
+                .map_err(|error| (error, Some(path.to_path_buf())))?;
+        }
         let second = then(root).map_err(|error| (error, None))?;
+        // Ctrl-C while the second part was planned (a build) stops the write too.
+        if interrupted.load(Ordering::SeqCst) {
+            return Err((UserError::new("interrupted").into(), None));
+        }
         refuse_links(root, &second).map_err(|error| (error, None))?;
         write_each(root, &second, &mut journal, &mut dirs, interrupted)?;
         Ok(second)
@@ -1233,7 +1254,7 @@ mod tests {
             ],
             ..Plan::default()
         };
-        let error = apply_then(root, first(), |root| {
+        let error = apply_then(root, first(), &[], |root| {
             assert_eq!(
                 fs::read_to_string(root.join("merged.txt")).unwrap(),
                 "merged"
@@ -1246,7 +1267,7 @@ mod tests {
         assert_eq!(format!("{error:#}"), "generate failed");
         assert_eq!(snapshot(root), before);
 
-        let error = apply_then(root, first(), |_| {
+        let error = apply_then(root, first(), &[], |_| {
             Ok(Plan {
                 files: vec![
                     file("role.yaml", "generated role", Policy::Regenerated),
@@ -1263,7 +1284,7 @@ mod tests {
         );
         assert_eq!(snapshot(root), before);
 
-        let statuses = apply_then(root, first(), |_| {
+        let statuses = apply_then(root, first(), &[], |_| {
             Ok(Plan {
                 files: vec![
                     file("role.yaml", "generated role", Policy::Regenerated),
@@ -1298,6 +1319,64 @@ mod tests {
             "made"
         );
         assert!(!root.join(JOURNAL).exists() && !root.join(UNDO_DIR).exists());
+    }
+
+    /// Ctrl-C while the second part is planned stops the write, even when that part changes
+    /// nothing: the first part is undone.
+    #[test]
+    fn an_interruption_while_the_second_part_is_planned_undoes_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::write(root.join("a.txt"), "old").unwrap();
+        let before = snapshot(root);
+        let changes = resolve(
+            &OnDisk(root),
+            Plan {
+                files: vec![file("a.txt", "new", Policy::Regenerated)],
+                ..Plan::default()
+            },
+            Options {
+                force: true,
+                dry_run: false,
+            },
+        )
+        .unwrap();
+        let interrupted = AtomicBool::new(false);
+        let mut next = |_: &Path| -> anyhow::Result<Vec<Change>> {
+            interrupted.store(true, Ordering::SeqCst);
+            Ok(Vec::new())
+        };
+        let Err(error) = write_phases(root, &changes, Some((&[], &mut next)), &interrupted) else {
+            panic!("the write went on after Ctrl-C");
+        };
+        assert_eq!(error.to_string(), "interrupted");
+        assert_eq!(snapshot(root), before);
+    }
+
+    /// A file the second part writes by itself (cargo's lock) is put back with the rest.
+    #[test]
+    fn a_file_the_second_part_writes_itself_is_undone_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::write(root.join("Cargo.lock"), "locked").unwrap();
+        let before = snapshot(root);
+        let plan = Plan {
+            files: vec![file("Cargo.toml", "bumped", Policy::Regenerated)],
+            ..Plan::default()
+        };
+        let error = apply_then(
+            root,
+            plan,
+            &[Path::new("Cargo.lock"), Path::new("new.lock")],
+            |root| {
+                fs::write(root.join("Cargo.lock"), "resolved again")?;
+                fs::write(root.join("new.lock"), "made")?;
+                anyhow::bail!("crdgen failed")
+            },
+        )
+        .unwrap_err();
+        assert_eq!(error.to_string(), "crdgen failed");
+        assert_eq!(snapshot(root), before);
     }
 
     /// A file a write changes twice is journaled once: the undo of both gives its first bytes.

@@ -106,6 +106,13 @@ pub fn replace_tree(
         // the journal says so.
         let done = sync_folders(root).and_then(|()| journal.record(&Step::Done));
         if let Err(error) = done {
+            // `done` written but not flushed reads back as written: the swap is whole, and the
+            // next command's lock finishes it.
+            if read_journal(&staging).is_ok_and(|steps| steps.contains(&Step::Done)) {
+                return Err(error.context(
+                    "the new tree is in place; the next rsbuilder command removes what is left of the old one",
+                ));
+            }
             return Err(match undo(root) {
                 Ok(()) => error.context("the project's files are as they were"),
                 Err(undo) => {

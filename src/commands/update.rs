@@ -467,7 +467,8 @@ fn plan_merge(merged: &[(PathBuf, Merged)]) -> (Plan, bool) {
 /// one write.
 fn write_with_manifests(root: &Path, plan: Plan) -> anyhow::Result<()> {
     let mut orphans = Vec::new();
-    apply::apply_then(root, plan, |root| {
+    // cargo may resolve Cargo.lock again for the merged manifests.
+    apply::apply_then(root, plan, &[Path::new("Cargo.lock")], |root| {
         let manifests = super::generate::manifests(root)
             .context("`rsbuilder generate` fails on the merged project; nothing was written")?;
         orphans = manifests.orphans;
