@@ -54,72 +54,71 @@ fn dependencies(manifest: &str) -> BTreeMap<String, Option<String>> {
 /// `lock` with `members` added, every package sorted by name as cargo sorts them. A dependency
 /// on a crate the lock has in several versions is written as cargo writes it, `"name version"`,
 /// with the one version its requirement matches; one whose requirement the member does not
-/// state (`workspace = true`), or which matches several, is an error.
+/// state (`workspace = true`), or which matches several, is an error. The lock is read and
+/// written with toml_edit: the packages it has keep their bytes, and the members are laid out
+/// as cargo lays them out.
 pub fn with_members(lock: &str, members: &[Member]) -> anyhow::Result<String> {
-    let mut blocks: Vec<&str> = lock.split("\n[[package]]\n").collect();
-    let header = blocks.remove(0);
-    let name_of = |block: &str| {
-        block
-            .lines()
-            .find_map(|line| line.strip_prefix("name = \""))
-            .and_then(|rest| rest.strip_suffix('"'))
+    let mut document: toml_edit::DocumentMut = lock
+        .parse()
+        .context("the template's Cargo.lock is not TOML")?;
+    let mut packages: Vec<toml_edit::Table> = document
+        .remove("package")
+        .and_then(|item| item.into_array_of_tables().ok())
+        .map(|packages| packages.into_iter().collect())
+        .unwrap_or_default();
+    let field = |table: &toml_edit::Table, key: &str| -> String {
+        table
+            .get(key)
+            .and_then(toml_edit::Item::as_str)
             .unwrap_or_default()
             .to_owned()
     };
-    let mut packages: Vec<(String, String)> = blocks
-        .iter()
-        .map(|block| (name_of(block), block.trim_end().to_owned()))
-        .collect();
+    let mut added = Vec::new();
     for member in members {
-        let mut block = format!(
-            "name = \"{}\"\nversion = \"{}\"\n",
-            member.name, member.version
-        );
+        let mut table = toml_edit::Table::new();
+        table.decor_mut().set_prefix("\n");
+        table.insert("name", toml_edit::value(member.name.as_str()));
+        table.insert("version", toml_edit::value(member.version.as_str()));
         if !member.dependencies.is_empty() {
-            block.push_str("dependencies = [\n");
+            let mut list = toml_edit::Array::new();
             for (dependency, requirement) in &member.dependencies {
                 let versions: Vec<String> = packages
                     .iter()
-                    .filter(|(name, _)| name == dependency)
-                    .map(|(_, block)| version_of(block))
+                    .filter(|package| field(package, "name") == *dependency)
+                    .map(|package| field(package, "version"))
                     .collect();
-                if versions.len() <= 1 {
-                    block.push_str(&format!(" \"{dependency}\",\n"));
-                    continue;
-                }
-                let version = locked_version(dependency, requirement.as_deref(), &versions)
-                    .with_context(|| {
-                        format!(
-                            "`{dependency}` of `{}` has {} versions in Cargo.lock",
-                            member.name,
-                            versions.len()
-                        )
-                    })?;
-                block.push_str(&format!(" \"{dependency} {version}\",\n"));
+                let entry = if versions.len() <= 1 {
+                    dependency.clone()
+                } else {
+                    let version = locked_version(dependency, requirement.as_deref(), &versions)
+                        .with_context(|| {
+                            format!(
+                                "`{dependency}` of `{}` has {} versions in Cargo.lock",
+                                member.name,
+                                versions.len()
+                            )
+                        })?;
+                    format!("{dependency} {version}")
+                };
+                // Cargo's layout: one entry a line, indented by a space, a comma after each.
+                let mut entry = toml_edit::Value::from(entry);
+                entry.decor_mut().set_prefix("\n ");
+                list.push_formatted(entry);
             }
-            block.push_str("]\n");
+            list.set_trailing_comma(true);
+            list.set_trailing("\n");
+            table.insert("dependencies", toml_edit::value(list));
         }
-        packages.push((member.name.clone(), block.trim_end().to_owned()));
+        added.push(table);
     }
-    packages.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut out = header.trim_end().to_owned();
-    out.push('\n');
-    for (_, block) in packages {
-        out.push_str("\n[[package]]\n");
-        out.push_str(&block);
-        out.push('\n');
+    packages.extend(added);
+    packages.sort_by_key(|package| field(package, "name"));
+    let mut all = toml_edit::ArrayOfTables::new();
+    for package in packages {
+        all.push(package);
     }
-    Ok(out)
-}
-
-/// The `version = "..."` of a package block.
-fn version_of(block: &str) -> String {
-    block
-        .lines()
-        .find_map(|line| line.strip_prefix("version = \""))
-        .and_then(|rest| rest.strip_suffix('"'))
-        .unwrap_or_default()
-        .to_owned()
+    document.insert("package", toml_edit::Item::ArrayOfTables(all));
+    Ok(document.to_string())
 }
 
 /// The one version of `versions` that `requirement` matches, as cargo resolves it.
