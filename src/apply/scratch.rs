@@ -1,0 +1,54 @@
+//! Folders of their own for files that are not the project's.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+/// A folder of its own under the system's temporary folder, for files that are not the
+/// project's (the trees `alpha update` merges, the sides of one merge); removed when dropped.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// A new, empty folder whose name starts with `rsbuilder-<what>-`.
+    pub fn new(what: &str) -> anyhow::Result<Self> {
+        let base = std::env::temp_dir();
+        for attempt in 0..100u32 {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            let path = base.join(format!(
+                "rsbuilder-{what}-{}-{nanos}-{attempt}",
+                std::process::id()
+            ));
+            match fs::create_dir(&path) {
+                Ok(()) => return Ok(Self(path)),
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(error) => {
+                    return Err(error)
+                        .with_context(|| format!("failed to create `{}`", path.display()));
+                }
+            }
+        }
+        anyhow::bail!("failed to make a temporary folder in `{}`", base.display())
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Writes `text` to the file `name` of the folder; its path.
+    pub fn write(&self, name: &str, text: &str) -> anyhow::Result<PathBuf> {
+        let path = self.0.join(name);
+        fs::write(&path, text).with_context(|| format!("failed to write `{}`", path.display()))?;
+        Ok(path)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
