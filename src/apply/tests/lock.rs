@@ -4,10 +4,10 @@ use super::*;
 fn the_lock_holder_is_the_flock_line_of_the_folder() {
     // dev 0xfd01 (major 0xfd, minor 1); dev 0x801 (major 8, minor 1) is another device.
     let locks = "1: POSIX  ADVISORY  WRITE 11 fd:01:99 0 EOF\n\
-                 2: FLOCK  ADVISORY  WRITE 22 08:01:1234 0 EOF\n\
-                 3: FLOCK  ADVISORY  WRITE 33 fd:01:12345 0 EOF\n\
-                 3: -> FLOCK  ADVISORY  WRITE 44 fd:01:1234 0 EOF\n\
-                 4: FLOCK  ADVISORY  WRITE 55 fd:01:1234 0 EOF\n";
+                     2: FLOCK  ADVISORY  WRITE 22 08:01:1234 0 EOF\n\
+                     3: FLOCK  ADVISORY  WRITE 33 fd:01:12345 0 EOF\n\
+                     3: -> FLOCK  ADVISORY  WRITE 44 fd:01:1234 0 EOF\n\
+                     4: FLOCK  ADVISORY  WRITE 55 fd:01:1234 0 EOF\n";
     assert_eq!(lock_owner(locks, 0xfd01, 1234), Some(55));
     assert_eq!(lock_owner(locks, 0x801, 1234), Some(22));
     assert_eq!(lock_owner(locks, 0xfd01, 99), None);

@@ -177,8 +177,8 @@ fn derived_files_see_the_tree_the_plan_leaves() {
     assert_eq!(
         tree.files[Path::new("listing.txt")],
         "src/a.rs=\"a\\ninserted\\n// +rsbuilder:scaffold:m\\n\"\n\
-         src/kept.rs=\"the user's\"\n\
-         src/new.rs=\"new\"\n"
+             src/kept.rs=\"the user's\"\n\
+             src/new.rs=\"new\"\n"
     );
     assert!(!tree.files.contains_key(Path::new("src/gone.rs")));
 }
