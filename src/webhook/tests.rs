@@ -1,4 +1,3 @@
-
 use super::*;
 
 const MUTATE: &str = "// +rsbuilder:webhook:path=/mutate-example-example-com-v1-application,mutating=true,failurePolicy=fail,sideEffects=None,groups=example.example.com,resources=applications,verbs=create;update,versions=v1,name=mapplication-v1.kb.io,admissionReviewVersions=v1";

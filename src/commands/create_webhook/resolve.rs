@@ -1,160 +1,9 @@
-//! `rsbuilder create webhook`: defaulting, validation and conversion webhooks for a kind, as
-//! one module of the operator per kind and version, and, with the project's first webhook,
-//! the config/ that serves them: the webhook Service, cert-manager's Issuer and Certificate,
-//! the manager patch and the CA injection.
+//! From flags and PROJECT to a [`Request`]: the kinds of webhook, the kind they serve, the spokes of a conversion, and their paths.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-use anyhow::Context as _;
-use serde::Serialize;
-
-use crate::apply::{self, Options};
-use crate::cli::CreateWebhookArgs;
-use crate::names::builtin::Builtin;
-use crate::names::{self, ResourceNames};
-use crate::project::{self, Project, Resource, ResourceWebhooks};
-use crate::rbac;
-use crate::scaffold::{self, Plan, Policy};
-use crate::tree::OnDisk;
-use crate::ui::{self, UserError};
-use crate::webhook;
-
-/// The kinds of webhook.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Kinds {
-    defaulting: bool,
-    validation: bool,
-    conversion: bool,
-}
-
-impl Kinds {
-    fn any(self) -> bool {
-        self.defaulting || self.validation || self.conversion
-    }
-
-    fn union(self, other: Self) -> Self {
-        Self {
-            defaulting: self.defaulting || other.defaulting,
-            validation: self.validation || other.validation,
-            conversion: self.conversion || other.conversion,
-        }
-    }
-
-    /// The template sets of these kinds, in the order their insertions go in.
-    fn sets(self) -> Vec<&'static str> {
-        [
-            (self.defaulting, "webhook-defaulting"),
-            (self.validation, "webhook-validation"),
-            (self.conversion, "webhook-conversion"),
-        ]
-        .into_iter()
-        .filter_map(|(on, set)| on.then_some(set))
-        .collect()
-    }
-}
-
-/// What to scaffold, once flags and PROJECT agree.
-struct Request {
-    names: ResourceNames,
-    namespaced: bool,
-    /// What this command adds.
-    add: Kinds,
-    /// What the kind's module holds afterwards.
-    all: Kinds,
-    /// The versions converted to and from this one, once the command is done.
-    spokes: Vec<String>,
-    /// The spokes whose code this command writes: every spoke when it writes the conversion,
-    /// the new ones when it extends a conversion the kind has.
-    new_spokes: Vec<String>,
-    defaulting_path: String,
-    validation_path: String,
-    /// The paths PROJECT records: those that differ from the computed ones.
-    custom_defaulting_path: Option<String>,
-    custom_validation_path: Option<String>,
-    /// What the kind's webhook module holds before the command (PROJECT records it): it
-    /// exists when it holds any webhook.
-    had: Kinds,
-    /// Whether no resource of the project has a webhook yet.
-    first_in_project: bool,
-    /// The kind of Kubernetes itself the webhooks admit, when they admit one.
-    builtin: Option<&'static crate::names::builtin::Builtin>,
-    force: bool,
-}
-
-/// Runs `create webhook` in the project around the current directory.
-pub fn run(args: CreateWebhookArgs) -> anyhow::Result<()> {
-    let open = super::open()?;
-    let root = open.root.as_path();
-    let mut project = project::load(root)?;
-    let mut request = resolve(&args, &project)?;
-    keep_earlier_builtin_module(root, &mut request);
-    let sources = rbac::read_sources(&OnDisk(root))?;
-    let plan = plan(&project, &request, &sources)?;
-    let plan = with_project(plan, &mut project, &request);
-    apply::apply(
-        root,
-        plan,
-        Options {
-            force: args.force,
-            dry_run: args.dry_run,
-        },
-    )?;
-    if args.dry_run {
-        return Ok(());
-    }
-    if request.builtin.is_some() {
-        ui::warn(
-            "a webhook on one of Kubernetes' own kinds also admits the operator's own objects of that kind; \
-             while no replica serves it, `failurePolicy: Fail` can keep the manager itself from starting",
-            Some(&format!(
-                "narrow it in its `+rsbuilder:webhook` markers in {}, with a label selector such as \
-                 `namespaceSelector=kubernetes.io/metadata.name!={}-system` or `objectSelector=...`, then `make manifests`",
-                module_path(&request.names).display(),
-                project.project_name
-            )),
-        );
-    }
-    if args.make {
-        super::generate::generate(root, false).context(
-            "the webhooks were scaffolded, but `--make` could not regenerate the manifests",
-        )?;
-    }
-    ui::note(&format!(
-        "\nNext:\n  implement the webhooks in {}, then `make manifests`\n  cargo test\n  \
-         `make deploy` needs cert-manager in the cluster; `make run` serves no webhooks (ENABLE_WEBHOOKS=false)",
-        module_path(&request.names).display()
-    ));
-    super::note_older_runtime(&project);
-    Ok(())
-}
-
-/// A webhook of one of Kubernetes' own kinds that an earlier rsbuilder scaffolded lives in
-/// `webhooks/<group>/` (`webhooks/apps/v1/deployment.rs`), before its module moved to
-/// `webhooks/k8s_<group>/`: the webhook added to it goes where its others are.
-fn keep_earlier_builtin_module(root: &Path, request: &mut Request) {
-    let Some(kind) = request.builtin else {
-        return;
-    };
-    let earlier = names::builtin_names_unprefixed(kind);
-    if !root.join(module_path(&request.names)).exists()
-        && root.join(module_path(&earlier)).is_file()
-    {
-        request.names.group_dir = earlier.group_dir;
-        request.names.group_module = earlier.group_module;
-    }
-}
-
-/// `operator/src/webhooks/<group>/<version>/<kind>.rs`.
-fn module_path(names: &ResourceNames) -> PathBuf {
-    PathBuf::from("operator/src/webhooks")
-        .join(&names.group_dir)
-        .join(&names.version)
-        .join(format!("{}.rs", names.kind_file))
-}
+use super::*;
 
 /// The webhooks the flags ask for, once the flags agree with each other.
-fn check_flags(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Kinds> {
+pub(super) fn check_flags(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Kinds> {
     crate::plugins::check("create webhook", &args.plugins, false)?;
     names::validate_group(&args.group, &project.domain)?;
     names::validate_version(&args.version)?;
@@ -224,7 +73,7 @@ fn check_flags(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Ki
 }
 
 /// The kind the webhooks admit: one of PROJECT's, or one of Kubernetes' own.
-struct Found<'a> {
+pub(super) struct Found<'a> {
     /// The kind's resource in PROJECT, when it has one.
     resource: Option<&'a Resource>,
     /// The kind of Kubernetes itself, when it is one.
@@ -236,7 +85,7 @@ struct Found<'a> {
 
 /// Refuses webhooks that Kubernetes' own kind `gvk` cannot have: admission of the
 /// admission configurations, and conversion.
-fn refuse_builtin(gvk: &str, kind: &Builtin, add: Kinds) -> anyhow::Result<()> {
+pub(super) fn refuse_builtin(gvk: &str, kind: &Builtin, add: Kinds) -> anyhow::Result<()> {
     if kind.group == "admissionregistration.k8s.io" {
         return Err(UserError::new(format!(
             "the API server calls no admission webhook for {gvk}: objects of admissionregistration.k8s.io are never sent to webhooks, so that a webhook cannot lock the cluster out of fixing its webhooks"
@@ -256,7 +105,7 @@ fn refuse_builtin(gvk: &str, kind: &Builtin, add: Kinds) -> anyhow::Result<()> {
 
 /// Finds the kind that `--group`, `--version` and `--kind` name, refusing one that no webhook
 /// can admit, and checks `--plural` against it.
-fn find_kind<'a>(
+pub(super) fn find_kind<'a>(
     args: &CreateWebhookArgs,
     project: &'a Project,
     add: Kinds,
@@ -281,7 +130,7 @@ fn find_kind<'a>(
         );
         refuse_builtin(&gvk, kind, add)?;
     }
-    let core_record = builtin.map(super::create_api::builtin_group);
+    let core_record = builtin.map(crate::commands::create_api::builtin_group);
     let resource = match (in_project, builtin, &core_record) {
         (Some(resource), _, _) => Some(resource),
         (None, Some(kind), Some((group, _))) => project.resources.iter().find(|r| {
@@ -330,7 +179,7 @@ fn find_kind<'a>(
 
 /// The spokes `--spoke` names, each once, checked against the kind's versions: the hub must be
 /// the storage version, and every spoke another version of the kind.
-fn asked_spokes(
+pub(super) fn asked_spokes(
     args: &CreateWebhookArgs,
     project: &Project,
     add: Kinds,
@@ -387,7 +236,7 @@ fn asked_spokes(
 
 /// Refuses, unless `--force`, a defaulting or validating webhook the kind has already, and,
 /// whatever `--force` says, a conversion through another hub.
-fn refuse_existing(
+pub(super) fn refuse_existing(
     args: &CreateWebhookArgs,
     project: &Project,
     (add, had): (Kinds, Kinds),
@@ -431,7 +280,7 @@ fn refuse_existing(
 
 /// The webhooks' paths: the flags', or those PROJECT records, or kubebuilder's; `custom` are
 /// those that PROJECT records.
-struct Paths {
+pub(super) struct Paths {
     defaulting: String,
     validation: String,
     custom_defaulting: Option<String>,
@@ -440,7 +289,7 @@ struct Paths {
 
 /// The paths of the kind's webhooks, refused when two would be one, or when another kind's
 /// webhook has one.
-fn paths(
+pub(super) fn paths(
     args: &CreateWebhookArgs,
     project: &Project,
     resource: Option<&Resource>,
@@ -517,7 +366,7 @@ fn paths(
     })
 }
 
-fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Request> {
+pub(super) fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Request> {
     let add = check_flags(args, project)?;
     let Found {
         resource,
@@ -591,14 +440,14 @@ fn resolve(args: &CreateWebhookArgs, project: &Project) -> anyhow::Result<Reques
 }
 
 /// The names of a resource of PROJECT: a kind of the project's, or one of Kubernetes' own.
-fn resource_names(resource: &Resource, project: &Project) -> ResourceNames {
+pub(super) fn resource_names(resource: &Resource, project: &Project) -> ResourceNames {
     resource.names(&project.domain)
 }
 
 /// A webhook path: an absolute URL path the manifests and the router share.
 /// A path for a webhook, by the rule the marker it goes into is read with (`generate` reads
 /// the same rule back): `/`, then DNS-1123 subdomains, as the API server requires.
-fn validate_path(path: &str, flag: &str) -> Result<(), UserError> {
+pub(super) fn validate_path(path: &str, flag: &str) -> Result<(), UserError> {
     let valid = path.len() > 1
         && path.len() <= 253
         && crate::webhook::checked_path(path).is_ok()
@@ -612,210 +461,4 @@ fn validate_path(path: &str, flag: &str) -> Result<(), UserError> {
         ))
         .help(format!("pass something like `{flag}=/custom-mutate-application`")))
     }
-}
-
-/// The path of conversion reviews, which the runtime serves for every kind.
-const CONVERT_PATH: &str = "/convert";
-
-/// What the templates of `create webhook` receive.
-#[derive(Debug, Serialize)]
-struct Context {
-    #[serde(flatten)]
-    names: ResourceNames,
-    project_name: String,
-    crate_ident: String,
-    api_crate_ident: String,
-    namespaced: bool,
-    defaulting_path: String,
-    validation_path: String,
-    mutating_name: String,
-    validating_name: String,
-    /// For one of Kubernetes' own kinds, its module under `k8s_openapi::api`.
-    builtin_module: Option<String>,
-}
-
-fn plan(
-    project: &Project,
-    request: &Request,
-    sources: &BTreeMap<PathBuf, String>,
-) -> anyhow::Result<Plan> {
-    let names = &request.names;
-    let module = module_path(names);
-    let context = tera::Context::from_serialize(context(project, request, sources, &module)?)?;
-    let paths: [(&str, &str); 4] = [
-        ("group", &names.group_dir),
-        ("version", &names.version),
-        ("kind", &names.kind_file),
-        ("plural", &names.plural),
-    ];
-    let policy = |path: &str| {
-        if Path::new(path) == module || path.starts_with("config/crd/patches/") {
-            Policy::Owned
-        } else {
-            Policy::IfMissing
-        }
-    };
-
-    let mut plan = Plan::default();
-    // The module is written whole when it is new, or again with --force; otherwise the new
-    // webhooks are inserted into it.
-    let rewrite = !request.had.any() || request.force;
-    let mut files = scaffold::render_set("webhook", &context, &paths, policy)?;
-    if !rewrite {
-        files.retain(|file| file.path != module);
-    }
-    plan.files.extend(files);
-    plan.insertions
-        .extend(scaffold::render_insertions("webhook", &context, &paths)?);
-    if request.first_in_project {
-        plan.files.extend(scaffold::render_set(
-            "webhook-project",
-            &context,
-            &paths,
-            policy,
-        )?);
-        plan.insertions.extend(scaffold::render_insertions(
-            "webhook-project",
-            &context,
-            &paths,
-        )?);
-    }
-    plan_kinds(&mut plan, request, rewrite, &context, &paths, policy)?;
-    plan.derived.push(webhook::derived_manifests());
-    Ok(plan)
-}
-
-/// What the templates receive. kubebuilder's names (`mbar-v1.kb.io`) omit the group: the same
-/// kind in another group takes the group into its names.
-fn context(
-    project: &Project,
-    request: &Request,
-    sources: &BTreeMap<PathBuf, String>,
-    module: &Path,
-) -> anyhow::Result<Context> {
-    let names = &request.names;
-    let taken: Vec<String> = crate::webhook::markers_from_sources(
-        sources
-            .iter()
-            .filter(|(path, _)| path.as_path() != module)
-            .map(|(path, text)| (path.as_path(), text.as_str())),
-    )?
-    .iter()
-    .map(|marker| marker.name().to_owned())
-    .collect();
-    let webhook_name = |prefix| names::webhook_name(prefix, names, &taken);
-    Ok(Context {
-        names: names.clone(),
-        project_name: project.project_name.clone(),
-        crate_ident: names::crate_ident(&project.project_name),
-        api_crate_ident: names::crate_ident(&format!("{}-api", project.project_name)),
-        namespaced: request.namespaced,
-        defaulting_path: request.defaulting_path.clone(),
-        validation_path: request.validation_path.clone(),
-        mutating_name: webhook_name('m'),
-        validating_name: webhook_name('v'),
-        builtin_module: request.builtin.map(|kind| kind.module.to_owned()),
-    })
-}
-
-/// The code of each kind of webhook the module gets, and of each spoke of its conversion. A
-/// conversion that exists only takes spokes, at its markers: its own code is there, and a
-/// module written before it had markers must get a missing marker, not a second conversion.
-fn plan_kinds(
-    plan: &mut Plan,
-    request: &Request,
-    rewrite: bool,
-    context: &tera::Context,
-    paths: &[(&str, &str)],
-    policy: impl Fn(&str) -> Policy + Copy,
-) -> anyhow::Result<()> {
-    let kinds = if rewrite { request.all } else { request.add };
-    let extending = !rewrite && request.add.conversion && request.had.conversion;
-    for set in kinds.sets() {
-        if set == "webhook-conversion" && extending {
-            continue;
-        }
-        if set == "webhook-conversion" {
-            plan.files
-                .extend(scaffold::render_set(set, context, paths, policy)?);
-        }
-        plan.insertions
-            .extend(scaffold::render_insertions(set, context, paths)?);
-    }
-    // Each spoke at the conversion's markers, after the conversion that has them.
-    if request.all.conversion && (rewrite || request.add.conversion) {
-        for spoke in &request.new_spokes {
-            let mut context = context.clone();
-            context.insert("spoke", spoke);
-            plan.insertions.extend(scaffold::render_insertions(
-                "webhook-spoke",
-                &context,
-                paths,
-            )?);
-        }
-    }
-    Ok(())
-}
-
-/// Records the webhooks in PROJECT and adds PROJECT to the plan, to be written last.
-fn with_project(mut plan: Plan, project: &mut Project, request: &Request) -> Plan {
-    let names = &request.names;
-    let (group, version, kind) = match request.builtin {
-        Some(builtin) => {
-            let (group, domain) = super::create_api::builtin_group(builtin);
-            if !project
-                .resources
-                .iter()
-                .any(|r| r.core && r.is(&group, builtin.version, builtin.kind))
-            {
-                project.resources.push(Resource {
-                    api: None,
-                    controller: false,
-                    controllers: Vec::new(),
-                    core: true,
-                    domain,
-                    group: group.clone(),
-                    kind: builtin.kind.to_owned(),
-                    plural: None,
-                    version: builtin.version.to_owned(),
-                    webhooks: None,
-                    extra: Default::default(),
-                });
-            }
-            (group, builtin.version.to_owned(), builtin.kind.to_owned())
-        }
-        None => (
-            names.group.clone(),
-            names.version.clone(),
-            names.kind.clone(),
-        ),
-    };
-    if let Some(resource) = project
-        .resources
-        .iter_mut()
-        .find(|r| r.core == request.builtin.is_some() && r.is(&group, &version, &kind))
-    {
-        let all = request.all;
-        resource.webhooks = Some(ResourceWebhooks {
-            conversion: all.conversion,
-            defaulting: all.defaulting,
-            defaulting_path: request
-                .custom_defaulting_path
-                .clone()
-                .filter(|_| all.defaulting),
-            spoke: if all.conversion {
-                request.spokes.clone()
-            } else {
-                Vec::new()
-            },
-            validation: all.validation,
-            validation_path: request
-                .custom_validation_path
-                .clone()
-                .filter(|_| all.validation),
-            webhook_version: "v1".into(),
-        });
-    }
-    plan.files.push(project.planned());
-    plan
 }
