@@ -7,8 +7,6 @@ mod apply;
 mod cli;
 mod commands;
 mod diff;
-mod grafana;
-mod helm;
 mod lockfile;
 mod manifest;
 mod names;

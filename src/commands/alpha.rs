@@ -123,22 +123,11 @@ pub fn commands(
     for (_, resource) in queue {
         commands.extend(create_webhook(resource));
     }
-    if project.grafana {
-        commands.push(words(&["edit", "--plugins=grafana/v1-alpha"]));
-    }
-    if project.autoupdate {
-        commands.push(words(&["edit", "--plugins=autoupdate/v1-alpha"]));
-    }
-    if let Some(helm) = &project.helm {
-        let mut command = words(&["edit", HELM_PLUGIN]);
-        if helm.manifests != crate::helm::DEFAULT_MANIFESTS {
-            command.extend(words(&["--manifests", &helm.manifests]));
-        }
-        if helm.output != crate::helm::DEFAULT_OUTPUT {
-            command.extend(words(&["--output-dir", &helm.output]));
-        }
-        commands.push(command);
-    }
+    commands.extend(
+        crate::plugins::EDIT
+            .iter()
+            .filter_map(|plugin| plugin.replay(project)),
+    );
     Ok(commands)
 }
 
@@ -404,14 +393,15 @@ fn refuse_unless_empty(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The flag of the Helm chart's command, which [`commands`] puts last.
-const HELM_PLUGIN: &str = "--plugins=helm/v2-alpha";
-
 /// `commands` without the Helm chart's command, and that command: the chart is made from the
-/// project's install file, which [`carry_helm_chart`] brings along first.
+/// project's install file, which [`carry_helm_chart`] brings along first. [`commands`] puts it
+/// last, as [`crate::plugins::EDIT`] lists the Helm plugin last.
 pub fn split_helm(commands: &[Vec<String>]) -> (&[Vec<String>], Option<&Vec<String>>) {
     match commands.split_last() {
-        Some((last, rest)) if last.get(1).map(String::as_str) == Some(HELM_PLUGIN) => {
+        Some((last, rest))
+            if last.get(1).and_then(|flag| flag.strip_prefix("--plugins="))
+                == Some(crate::plugins::helm::PLUGIN.key) =>
+        {
             (rest, Some(last))
         }
         _ => (commands, None),
@@ -495,11 +485,11 @@ fn carry_grafana_config(
     exe: &Path,
     dir: &Path,
 ) -> anyhow::Result<()> {
-    let config = root.join(crate::grafana::CONFIG);
+    let config = root.join(crate::plugins::grafana::CONFIG);
     if !project.grafana || !config.is_file() {
         return Ok(());
     }
-    copy_file(&config, &dir.join(crate::grafana::CONFIG))?;
+    copy_file(&config, &dir.join(crate::plugins::grafana::CONFIG))?;
     run_all(exe, &[words(&["edit", "--plugins=grafana/v1-alpha"])], dir)
 }
 

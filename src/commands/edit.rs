@@ -28,6 +28,16 @@ const OPTIONAL: &[&str] = &["README.md"];
 /// Runs `edit` in the project around the current directory.
 pub fn run(args: EditArgs) -> anyhow::Result<()> {
     crate::plugins::check("edit", &args.plugins, false)?;
+    crate::plugins::refuse_idle_options(
+        &args.plugins,
+        &[
+            ("--reset-workflows", args.reset_workflows),
+            ("--reset-dashboards", args.reset_dashboards),
+            ("--manifests", args.manifests.is_some()),
+            ("--output-dir", args.output_dir.is_some()),
+            ("--reset-values", args.reset_values),
+        ],
+    )?;
     if args.multigroup == Some(false) {
         return Err(UserError::new(
             "--multigroup=false: every rsbuilder project holds any number of groups, each in its own module",
@@ -64,39 +74,13 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
     if args.multigroup == Some(true) {
         project.multigroup = true;
     }
-    let autoupdate = crate::plugins::autoupdate(&args.plugins);
-    project.autoupdate |= autoupdate;
-    let grafana = crate::plugins::grafana(&args.plugins);
-    project.grafana |= grafana;
-    let helm = helm_record(&args, &project)?;
-    if let Some(record) = &helm {
-        project.helm = Some(record.clone());
+    let asked: Vec<_> = crate::plugins::asked_of_edit(&args.plugins).collect();
+    for plugin in &asked {
+        plugin.record(&args, &mut project)?;
     }
     let mut plan = plan(root, &mut project, &old, &new, args.force)?;
-    if autoupdate {
-        plan.files
-            .extend(autoupdate_workflow(args.reset_workflows)?);
-    }
-    if grafana {
-        plan.files
-            .extend(crate::grafana::files(root, args.reset_dashboards)?);
-    }
-    if let Some(record) = &helm {
-        let options = crate::helm::Options {
-            manifests: record.manifests.clone(),
-            output: record.output.clone(),
-            reset_values: args.reset_values,
-            check_fresh: !args.install_as_is,
-        };
-        let files = crate::helm::files(root, &project, &options)?;
-        plan.removals
-            .extend(crate::helm::stale_templates(root, &record.output, &files));
-        plan.files.extend(files);
-        let extra =
-            crate::helm::project_files(root, &project, record, &plan.files, args.reset_workflows)?;
-        plan.files
-            .retain(|f| !extra.iter().any(|e| e.path == f.path));
-        plan.files.extend(extra);
+    for plugin in &asked {
+        plugin.plan(root, &project, &args, &mut plan)?;
     }
     apply::apply(
         root,
@@ -114,80 +98,6 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
         });
     }
     Ok(())
-}
-
-/// What `--plugins=helm/v2-alpha` records, from `--manifests` and `--output-dir`, or what
-/// PROJECT recorded; `None` without the plugin. Both paths stay inside the project.
-fn helm_record(args: &EditArgs, project: &Project) -> anyhow::Result<Option<project::HelmRecord>> {
-    for (flag, given, runs, plugins) in [
-        (
-            "--reset-workflows",
-            args.reset_workflows,
-            crate::plugins::autoupdate(&args.plugins) || crate::plugins::helm(&args.plugins),
-            "--plugins=autoupdate/v1-alpha or --plugins=helm/v2-alpha",
-        ),
-        (
-            "--reset-dashboards",
-            args.reset_dashboards,
-            crate::plugins::grafana(&args.plugins),
-            "--plugins=grafana/v1-alpha",
-        ),
-    ] {
-        if given && !runs {
-            return Err(UserError::new(format!(
-                "{flag} resets files of a plugin that this command does not run"
-            ))
-            .help(format!("add {plugins}, or drop the option"))
-            .into());
-        }
-    }
-    if !crate::plugins::helm(&args.plugins) {
-        if let Some(flag) = [
-            ("--manifests", args.manifests.is_some()),
-            ("--output-dir", args.output_dir.is_some()),
-            ("--reset-values", args.reset_values),
-        ]
-        .into_iter()
-        .find_map(|(flag, given)| given.then_some(flag))
-        {
-            return Err(UserError::new(format!(
-                "{flag} is an option of the Helm plugin, which this command does not run"
-            ))
-            .help("add --plugins=helm/v2-alpha, or drop the option")
-            .into());
-        }
-        return Ok(None);
-    }
-    let recorded = project.helm.clone();
-    let manifests = args
-        .manifests
-        .clone()
-        .or_else(|| recorded.as_ref().map(|r| r.manifests.clone()))
-        .unwrap_or_else(|| crate::helm::DEFAULT_MANIFESTS.to_owned());
-    let output = args
-        .output_dir
-        .clone()
-        .or_else(|| recorded.as_ref().map(|r| r.output.clone()))
-        .unwrap_or_else(|| crate::helm::DEFAULT_OUTPUT.to_owned());
-    for (flag, value, example) in [
-        ("--manifests", &manifests, crate::helm::DEFAULT_MANIFESTS),
-        ("--output-dir", &output, crate::helm::DEFAULT_OUTPUT),
-    ] {
-        crate::helm::check_path(flag, value, example)?;
-    }
-    Ok(Some(project::HelmRecord { manifests, output }))
-}
-
-/// `.github/workflows/auto_update.yml` (`--plugins=autoupdate/v1-alpha`): a workflow that
-/// runs `rsbuilder alpha update` on a schedule and opens a pull request. One that exists is the
-/// user's and is kept, unless `--reset-workflows`.
-fn autoupdate_workflow(reset: bool) -> anyhow::Result<Vec<PlannedFile>> {
-    let policy = if reset {
-        Policy::Owned
-    } else {
-        Policy::KeepExisting
-    };
-    crate::scaffold::render_set("autoupdate", &tera::Context::new(), &[], |_| policy)
 }
 
 /// A namespaced project's manager has a Role, which cannot grant cluster-scoped resources.

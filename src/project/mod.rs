@@ -304,6 +304,49 @@ pub struct HelmRecord {
     pub output: String,
 }
 
+/// The Helm plugin's `--manifests` default: what `make build-installer` writes.
+pub const DEFAULT_MANIFESTS: &str = "dist/install.yaml";
+/// Its `--output-dir` default: the chart goes to `<output-dir>/chart`.
+pub const DEFAULT_OUTPUT: &str = "dist";
+
+/// The folders of a project that others own: the runtime `upgrade` replaces, git's, cargo's,
+/// and the kustomize sources the chart is made from.
+const OWNED_BY_OTHERS: [&str; 4] = ["runtime", ".git", "target", "config"];
+
+/// Checks a path given to the plugin, or recorded in PROJECT: relative, inside the project,
+/// outside the folders of [`OWNED_BY_OTHERS`], and plain enough for the Makefile and the
+/// workflow that name it.
+pub fn check_path(flag: &str, value: &str, example: &str) -> Result<(), UserError> {
+    let plain = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/'));
+    let path = Path::new(value);
+    let inside = path.is_relative()
+        && path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+    let owned = path
+        .components()
+        .next()
+        .is_some_and(|first| OWNED_BY_OTHERS.iter().any(|o| first.as_os_str() == *o));
+    if plain && inside && !owned {
+        return Ok(());
+    }
+    let rule = if !plain {
+        "letters, digits, `.`, `_`, `-` and `/` only"
+    } else if !inside {
+        "a path inside the project, relative to its root, without `..` or `.`"
+    } else {
+        "outside `runtime/`, `.git/`, `target/` and `config/`, which rsbuilder, git, cargo and kustomize own"
+    };
+    Err(UserError::new(format!(
+        "{flag} `{}`: must be {rule}",
+        crate::ui::shown(value)
+    ))
+    .help(format!("pass a path such as {flag} {example}")))
+}
+
 /// The directory holding PROJECT: `start` or the nearest of its parents.
 pub fn find_root(start: &Path) -> Result<PathBuf, UserError> {
     start
@@ -397,14 +440,14 @@ fn parse(text: &str) -> anyhow::Result<Project> {
         .map(|c| crate::names::validate_controller_name(&c.name).err());
     let helm_paths = stored.plugins.get(HELM).into_iter().flat_map(|p| {
         [
-            ("manifests", &p.manifests, crate::helm::DEFAULT_MANIFESTS),
-            ("output", &p.output, crate::helm::DEFAULT_OUTPUT),
+            ("manifests", &p.manifests, DEFAULT_MANIFESTS),
+            ("output", &p.output, DEFAULT_OUTPUT),
         ]
         .into_iter()
         .map(|(key, value, example)| {
             let value = value.as_deref()?;
             let key = format!("the {HELM} plugin's `{key}:`");
-            crate::helm::check_path(&key, value, example).err()
+            check_path(&key, value, example).err()
         })
     });
     let checks = [
@@ -429,11 +472,11 @@ fn parse(text: &str) -> anyhow::Result<Project> {
             manifests: p
                 .manifests
                 .clone()
-                .unwrap_or_else(|| crate::helm::DEFAULT_MANIFESTS.to_owned()),
+                .unwrap_or_else(|| DEFAULT_MANIFESTS.to_owned()),
             output: p
                 .output
                 .clone()
-                .unwrap_or_else(|| crate::helm::DEFAULT_OUTPUT.to_owned()),
+                .unwrap_or_else(|| DEFAULT_OUTPUT.to_owned()),
         }),
         domain: stored.domain,
         multigroup: stored.multigroup,

@@ -426,7 +426,7 @@ fn the_grafana_plugin_charts_the_manager_and_the_metrics_the_user_lists() {
     assert_refused(
         &ws,
         &["edit", "--reset-dashboards"],
-        "--reset-dashboards resets files of a plugin that this command does not run",
+        "--reset-dashboards is an option of the grafana/v1-alpha plugin, which this command does not run",
         "add --plugins=grafana/v1-alpha, or drop the option",
     );
 }
@@ -487,7 +487,7 @@ fn the_autoupdate_plugin_adds_the_update_workflow_once_and_keeps_the_users() {
     assert_refused(
         &ws,
         &["edit", "--reset-workflows"],
-        "--reset-workflows resets files of a plugin that this command does not run",
+        "--reset-workflows is an option of the autoupdate/v1-alpha and helm/v2-alpha plugins, which this command does not run",
         "add --plugins=autoupdate/v1-alpha or --plugins=helm/v2-alpha, or drop the option",
     );
     // An edit without the plugin keeps it in PROJECT.
@@ -671,7 +671,7 @@ fn the_helm_plugin_makes_a_chart_from_the_install_file_and_keeps_the_users_value
     refuses(
         &ws,
         &["--manifests", "dist/install.yaml"],
-        "--manifests is an option of the Helm plugin, which this command does not run",
+        "--manifests is an option of the helm/v2-alpha plugin, which this command does not run",
         "add --plugins=helm/v2-alpha, or drop the option",
     );
     let inside = "a path inside the project, relative to its root, without `..` or `.`";

@@ -15,25 +15,22 @@ use crate::apply::{self, Options};
 use crate::cli::CreateApiArgs;
 use crate::names::builtin::Builtin;
 use crate::names::{self, ResourceNames};
-use crate::project::{
-    self, DeployImage, DeployImageOptions, NamedController, Project, Resource, ResourceApi,
-};
+use crate::project::{self, DeployImage, NamedController, Project, Resource, ResourceApi};
 use crate::rbac;
 use crate::scaffold::{self, Plan, PlannedFile, Policy};
 use crate::tree::{OnDisk, Tree};
 use crate::ui::{self, UserError};
 
 mod builtin;
-mod image;
 mod plan;
 #[cfg(test)]
 mod properties;
 mod record;
 mod resolve;
 
+use crate::plugins::deploy_image::{self, ImageOptions};
 pub(crate) use builtin::builtin_group;
 use builtin::*;
-use image::*;
 use plan::*;
 use record::*;
 use resolve::*;
@@ -93,17 +90,6 @@ enum Mode {
     Image(ImageOptions),
     /// A controller for a kind of Kubernetes itself, which has no types to scaffold.
     Builtin(&'static Builtin),
-}
-
-/// The flags of `--image`, checked.
-#[derive(Debug, Clone)]
-struct ImageOptions {
-    image: String,
-    port: Option<u16>,
-    command: Vec<String>,
-    run_as_user: Option<i64>,
-    /// The flags as given, for PROJECT.
-    recorded: DeployImageOptions,
 }
 
 /// What to scaffold, once flags, prompts and PROJECT agree.

@@ -27,7 +27,7 @@ pub(super) fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result
             .into());
         }
     }
-    let image = resolve_image(args)?;
+    let image = deploy_image::resolve(args)?;
     refuse_flags_that_disagree(args)?;
     if image.is_none()
         && let Some(request) = resolve_builtin(args, project)?

@@ -8,7 +8,7 @@ use serde_json::json;
 use serde_yaml::Value;
 
 use super::Install;
-use super::objects::{self, at, str_at};
+use super::fields::{self, at, str_at};
 use crate::ui::UserError;
 
 /// The chart's defaults, as the install file gives them.
@@ -117,7 +117,7 @@ impl Defaults {
         );
         let has_metrics_service = install
             .of_kind("Service")
-            .any(|s| install.suffix(objects::name(s)) == metrics_service);
+            .any(|s| install.suffix(fields::name(s)) == metrics_service);
         let metrics_port = port_of(arg("--metrics-bind-address")).unwrap_or(0);
         let (repository, tag) =
             split_image(str_at(&container, &["image"]).unwrap_or("controller:latest"));
@@ -126,7 +126,7 @@ impl Defaults {
             &["RoleBinding", "ClusterRoleBinding"],
         );
         Ok(Defaults {
-            deployment: install.suffix(objects::name(deployment)).to_owned(),
+            deployment: install.suffix(fields::name(deployment)).to_owned(),
             metrics_service,
             webhook_service: install.suffix_of("Service", "webhook-service", "webhook-service"),
             issuer: install.suffix_of("Issuer", "selfsigned-issuer", "selfsigned-issuer"),

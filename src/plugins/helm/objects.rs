@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use serde_yaml::{Mapping, Value};
 
+use super::fields::{at_mut, kind, name, str_at};
 use super::values::Defaults;
 use super::{GENERATED, Install};
 
@@ -16,31 +17,6 @@ use super::{GENERATED, Install};
 pub const PLACEHOLDER: &str = "RSBUILDER_HELM_MARK_";
 /// In a line mark's template: the line's indentation, for `nindent`.
 const INDENT: &str = "RSBUILDER_HELM_MARK_INDENT";
-
-/// The object's kind.
-pub fn kind(object: &Value) -> &str {
-    str_at(object, &["kind"]).unwrap_or_default()
-}
-
-/// The object's name.
-pub fn name(object: &Value) -> &str {
-    str_at(object, &["metadata", "name"]).unwrap_or_default()
-}
-
-/// The string at `path`.
-pub fn str_at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
-    at(value, path).and_then(Value::as_str)
-}
-
-/// The value at `path`.
-pub fn at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
-    path.iter().try_fold(value, |value, key| value.get(*key))
-}
-
-fn at_mut<'a>(value: &'a mut Value, path: &[&str]) -> Option<&'a mut Value> {
-    path.iter()
-        .try_fold(value, |value, key| value.get_mut(*key))
-}
 
 /// `{{ include "CHART.resourceName" ... }}` for `suffix`.
 fn resource_name(suffix: &str) -> String {

@@ -1,9 +1,36 @@
-//! `--image` and the flags that go with it (kubebuilder's deploy-image plugin).
+//! kubebuilder's deploy-image plugin: `create api --image` scaffolds a kind whose spec
+//! describes a Deployment of the image, and the controller that runs it. This module checks
+//! `--image` and the flags that go with it; the `api-image` and `controller-image` template
+//! sets are its files.
 
-use super::*;
+use crate::cli::CreateApiArgs;
+use crate::names;
+use crate::project::{self, DeployImageOptions};
+use crate::ui::UserError;
+
+use super::{AddedBy, Plugin};
+
+/// The plugin's keys.
+pub const PLUGIN: Plugin = Plugin {
+    key: "deploy-image/v1-alpha",
+    recorded: project::DEPLOY_IMAGE,
+    added_by: AddedBy::CreateApi,
+    options: &[],
+};
+
+/// The flags of `--image`, checked.
+#[derive(Debug, Clone)]
+pub struct ImageOptions {
+    pub image: String,
+    pub port: Option<u16>,
+    pub command: Vec<String>,
+    pub run_as_user: Option<i64>,
+    /// The flags as given, for PROJECT.
+    pub recorded: DeployImageOptions,
+}
 
 /// Checks `--image` and the flags that go with it.
-pub(super) fn resolve_image(args: &CreateApiArgs) -> anyhow::Result<Option<ImageOptions>> {
+pub fn resolve(args: &CreateApiArgs) -> anyhow::Result<Option<ImageOptions>> {
     let deploy_image = crate::plugins::check("create api", &args.plugins, true)?;
     let Some(image) = &args.image else {
         for (given, flag) in [
@@ -50,7 +77,7 @@ pub(super) fn resolve_image(args: &CreateApiArgs) -> anyhow::Result<Option<Image
 }
 
 /// `--image-container-port`: a port from 1 to 65535.
-pub(super) fn port(text: &str) -> anyhow::Result<u16> {
+fn port(text: &str) -> anyhow::Result<u16> {
     match text.parse::<u16>() {
         Ok(port) if port > 0 => Ok(port),
         _ => Err(UserError::new(format!(
@@ -62,7 +89,7 @@ pub(super) fn port(text: &str) -> anyhow::Result<u16> {
 }
 
 /// `--run-as-user`: a user ID other than root's that a pod can run as.
-pub(super) fn user_id(text: &str) -> anyhow::Result<i64> {
+fn user_id(text: &str) -> anyhow::Result<i64> {
     match text.parse::<i64>() {
         Ok(uid) if (1..=i64::from(i32::MAX)).contains(&uid) => Ok(uid),
         _ => Err(UserError::new(format!(
@@ -74,7 +101,7 @@ pub(super) fn user_id(text: &str) -> anyhow::Result<i64> {
 }
 
 /// `--image-container-command`: arguments separated by commas, on one line.
-pub(super) fn container_command(text: &str) -> anyhow::Result<Vec<String>> {
+fn container_command(text: &str) -> anyhow::Result<Vec<String>> {
     // An argv of one line: a newline or a tab in it is a slip of the shell far more often than
     // an argument, and a script does not fit between commas anyway.
     if text.chars().any(char::is_control) {

@@ -13,8 +13,49 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::scaffold::{PlannedFile, Policy};
+use crate::cli::EditArgs;
+use crate::project::{self, Project};
+use crate::scaffold::{Plan, PlannedFile, Policy};
 use crate::ui::UserError;
+
+use super::{AddedBy, EditPlugin, Plugin, edit_words};
+
+/// The plugin's keys and options.
+pub const PLUGIN: Plugin = Plugin {
+    key: "grafana/v1-alpha",
+    recorded: project::GRAFANA,
+    added_by: AddedBy::Edit,
+    options: &["--reset-dashboards"],
+};
+
+/// The plugin, as `edit` runs it.
+pub struct Grafana;
+
+impl EditPlugin for Grafana {
+    fn plugin(&self) -> &'static Plugin {
+        &PLUGIN
+    }
+
+    fn record(&self, _args: &EditArgs, project: &mut Project) -> anyhow::Result<()> {
+        project.grafana = true;
+        Ok(())
+    }
+
+    fn plan(
+        &self,
+        root: &Path,
+        _project: &Project,
+        args: &EditArgs,
+        plan: &mut Plan,
+    ) -> anyhow::Result<()> {
+        plan.files.extend(files(root, args.reset_dashboards)?);
+        Ok(())
+    }
+
+    fn replay(&self, project: &Project) -> Option<Vec<String>> {
+        project.grafana.then(|| edit_words(PLUGIN.key, &[]))
+    }
+}
 
 /// The user's metrics, which a re-run turns into a dashboard.
 pub const CONFIG: &str = "grafana/custom-metrics/config.yaml";
