@@ -319,12 +319,7 @@ fn words(words: &[&str]) -> Vec<String> {
 }
 
 fn gvk(resource: &Resource) -> String {
-    format!(
-        "{}/{}, Kind={}",
-        resource.group_with_domain(),
-        resource.version,
-        resource.kind
-    )
+    resource.gvk().to_string()
 }
 
 /// `rsbuilder` and `args` as a shell reads them back: words with anything but

@@ -54,8 +54,8 @@ impl Context {
     fn new(project_name: String, domain: &str, repo: Option<String>, settings: &Settings) -> Self {
         Self {
             crate_ident: names::crate_ident(&project_name),
-            api_crate: format!("{project_name}-api"),
-            api_crate_ident: names::crate_ident(&format!("{project_name}-api")),
+            api_crate: names::api_crate(&project_name),
+            api_crate_ident: names::api_crate_ident(&project_name),
             leader_election_id: names::leader_election_id(&project_name, domain),
             project_name,
             domain: domain.to_owned(),
@@ -347,7 +347,7 @@ fn complete_lock(files: &mut [PlannedFile], project: &Project) -> anyhow::Result
             &manifest("operator/Cargo.toml")?,
         ),
         lockfile::Member::from_manifest(
-            &format!("{}-api", project.project_name),
+            &names::api_crate(&project.project_name),
             version,
             &manifest("api/Cargo.toml")?,
         ),

@@ -213,8 +213,7 @@ fn project_name_problem(name: &str) -> Option<&'static str> {
         Some("must start with a letter, because it names the project's Rust crates")
     } else if name.contains("--") {
         Some("must not hold `--`, because it names the project's Rust crates")
-    } else if DEPENDENCIES.contains(&name) || DEPENDENCIES.contains(&format!("{name}-api").as_str())
-    {
+    } else if DEPENDENCIES.contains(&name) || DEPENDENCIES.contains(&api_crate(name).as_str()) {
         Some("is the name of a crate the project depends on")
     } else if RUST_KEYWORDS.contains(&crate_ident(name).as_str())
         || CARGO_RESERVED.contains(&crate_ident(name).as_str())

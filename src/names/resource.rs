@@ -6,6 +6,56 @@ use serde::Serialize;
 
 use super::*;
 
+/// A kind as Kubernetes names it in messages: its API group (with the domain; `core` for the
+/// core group), its version and its kind. Shown as Kubernetes' `GroupVersionKind` prints
+/// itself: `example.com/v1, Kind=Application`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gvk {
+    /// The API group, as [`group_shown`] writes it.
+    pub group: String,
+    /// The version.
+    pub version: String,
+    /// The kind.
+    pub kind: String,
+}
+
+impl Gvk {
+    /// The kind `kind` of `version` in the API group `api_group` (empty for the core group).
+    pub fn new(api_group: &str, version: &str, kind: &str) -> Self {
+        Self {
+            group: group_shown(api_group).to_owned(),
+            version: version.to_owned(),
+            kind: kind.to_owned(),
+        }
+    }
+
+    /// One of Kubernetes' own kinds.
+    pub fn builtin(kind: &builtin::Builtin) -> Self {
+        Self::new(kind.group, kind.version, kind.kind)
+    }
+
+    /// The kind in every version: `example.com Kind=Application`.
+    pub fn group_kind(&self) -> String {
+        format!("{} Kind={}", self.group, self.kind)
+    }
+}
+
+impl std::fmt::Display for Gvk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}, Kind={}", self.group, self.version, self.kind)
+    }
+}
+
+/// The name of the project's api crate, which holds the types: `<project>-api`.
+pub fn api_crate(project_name: &str) -> String {
+    format!("{project_name}-api")
+}
+
+/// The Rust identifier of the project's api crate: `otp_operator_api`.
+pub fn api_crate_ident(project_name: &str) -> String {
+    crate_ident(&api_crate(project_name))
+}
+
 /// `group` as a `--group` value in a command a message suggests: `''` for the domain's own
 /// group, so that the shell passes an empty argument.
 pub fn group_flag(group: &str) -> &str {
@@ -214,6 +264,11 @@ pub struct ResourceNames {
 }
 
 impl ResourceNames {
+    /// The kind these are the names of.
+    pub fn gvk(&self) -> Gvk {
+        Gvk::new(&self.qualified_group, &self.version, &self.kind)
+    }
+
     /// Derives every name; the inputs must have passed validation.
     pub fn new(group: &str, version: &str, kind: &str, plural: Option<&str>, domain: &str) -> Self {
         let qualified_group = qualified_group(group, domain);

@@ -549,3 +549,18 @@ fn a_named_controller_has_names_of_its_own_and_the_kinds_name_is_the_kinds_own()
         )
     );
 }
+
+#[test]
+fn a_kind_is_named_once_as_kubernetes_prints_it() {
+    let gvk = Gvk::new("example.com", "v1", "Application");
+    assert_eq!(gvk.to_string(), "example.com/v1, Kind=Application");
+    assert_eq!(gvk.group_kind(), "example.com Kind=Application");
+    assert_eq!(Gvk::new("", "v1", "Pod").to_string(), "core/v1, Kind=Pod");
+    let deployment = find_builtin("apps", "v1", "Deployment").unwrap();
+    assert_eq!(
+        Gvk::builtin(deployment).to_string(),
+        "apps/v1, Kind=Deployment"
+    );
+    assert_eq!(api_crate("otp-operator"), "otp-operator-api");
+    assert_eq!(api_crate_ident("otp-operator"), "otp_operator_api");
+}

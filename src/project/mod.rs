@@ -248,6 +248,11 @@ impl Resource {
         }
     }
 
+    /// The kind, as messages name it.
+    pub fn gvk(&self) -> crate::names::Gvk {
+        crate::names::Gvk::new(&self.group_with_domain(), &self.version, &self.kind)
+    }
+
     /// Whether this is `group`/`version`/`kind`.
     pub fn is(&self, group: &str, version: &str, kind: &str) -> bool {
         self.group == group && self.version == version && self.kind == kind

@@ -22,12 +22,7 @@ pub(super) fn resolve_builtin(
     if let Some(name) = &args.controller_name {
         names = names.with_controller(name);
     }
-    let gvk = format!(
-        "{}/{}, Kind={}",
-        names::group_shown(kind.group),
-        kind.version,
-        kind.kind
-    );
+    let gvk = names::Gvk::builtin(kind).to_string();
     refuse_builtin_flags(args, project, kind, &gvk)?;
     let (group, _) = builtin_group(kind);
     let existing = project
@@ -163,10 +158,7 @@ pub(super) fn refuse_shared_modules(
             return Err(same_controller_name(
                 gvk,
                 &names.controller_name,
-                &format!(
-                    "{}/{}, Kind={}",
-                    other_names.qualified_group, other.version, other.kind
-                ),
+                &other_names.gvk().to_string(),
             ));
         }
     }
@@ -186,10 +178,7 @@ pub(super) fn refuse_builtin_controller_name(
             return Err(same_controller_name(
                 gvk,
                 &names.controller_name,
-                &format!(
-                    "Kubernetes' {}/{}, Kind={}",
-                    other.group, other.version, other.kind
-                ),
+                &format!("Kubernetes' {}", other.gvk()),
             ));
         }
     }

@@ -56,10 +56,7 @@ pub(super) fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result
     let family = Family::of(args, project);
     let (namespaced, plural) = inherit_scope_and_plural(args, project, &family)?;
     let mut names = derive_names(args, project, plural.as_deref())?;
-    let gvk = format!(
-        "{}/{}, Kind={}",
-        names.qualified_group, names.version, names.kind
-    );
+    let gvk = names.gvk().to_string();
     let taken = check_clashes(args, project, &names, &gvk)?;
     pick_short_name(&mut names, &taken);
     let (resource, controller) = decide_parts(
@@ -239,10 +236,12 @@ pub(super) fn inherit_scope_and_plural(
     let namespaced = match (args.namespaced, sibling_scope) {
         (Some(given), Some(theirs)) if given != theirs => {
             return Err(UserError::new(format!(
-                "{}/{}, Kind={} would be {}, but version {} of it is {}",
-                names::qualified_group(&args.group, &project.domain),
-                args.version,
-                args.kind,
+                "{} would be {}, but version {} of it is {}",
+                names::Gvk::new(
+                    &names::qualified_group(&args.group, &project.domain),
+                    &args.version,
+                    &args.kind
+                ),
                 scope(given),
                 siblings[0].version,
                 scope(theirs)
@@ -480,7 +479,7 @@ pub(super) fn decide_parts(
         args,
         same_kind,
         &names.kind_module,
-        &format!("{} Kind={}", names.qualified_group, names.kind),
+        &names.gvk().group_kind(),
     )?;
     let existing = existing_controller(args, same_kind, names);
     // What exists already is refused before any question is asked: the types, unless
@@ -493,7 +492,7 @@ pub(super) fn decide_parts(
     }
     let wants_controller = args.controller == Some(true) || args.controller_name.is_some();
     if !args.force && wants_controller {
-        existing.refuse(&format!("{} Kind={}", names.qualified_group, names.kind))?;
+        existing.refuse(&names.gvk().group_kind())?;
     }
     let (resource, controller) = if image {
         (true, true)
@@ -514,7 +513,7 @@ pub(super) fn decide_parts(
         return Err(nothing_to_scaffold(args, &existing, names));
     }
     if controller && !args.force {
-        existing.refuse(&format!("{} Kind={}", names.qualified_group, names.kind))?;
+        existing.refuse(&names.gvk().group_kind())?;
     }
     if controller && !resource && this.is_none_or(|r| r.api.is_none()) {
         return Err(UserError::new(format!(

@@ -96,7 +96,7 @@ pub(super) fn context(
         names: names.clone(),
         project_name: project.project_name.clone(),
         crate_ident: names::crate_ident(&project.project_name),
-        api_crate_ident: names::crate_ident(&format!("{}-api", project.project_name)),
+        api_crate_ident: names::api_crate_ident(&project.project_name),
         namespaced: request.namespaced,
         defaulting_path: request.defaulting_path.clone(),
         validation_path: request.validation_path.clone(),

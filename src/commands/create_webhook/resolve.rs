@@ -111,7 +111,7 @@ pub(super) fn find_kind<'a>(
     add: Kinds,
 ) -> anyhow::Result<Found<'a>> {
     let qualified_group = names::qualified_group(&args.group, &project.domain);
-    let mut gvk = format!("{qualified_group}/{}, Kind={}", args.version, args.kind);
+    let mut gvk = names::Gvk::new(&qualified_group, &args.version, &args.kind).to_string();
     let in_project = project
         .resources
         .iter()
@@ -122,12 +122,7 @@ pub(super) fn find_kind<'a>(
         None => names::builtin(&args.group, &args.version, &args.kind)?,
     };
     if let Some(kind) = builtin {
-        gvk = format!(
-            "{}/{}, Kind={}",
-            names::group_shown(kind.group),
-            kind.version,
-            kind.kind
-        );
+        gvk = names::Gvk::builtin(kind).to_string();
         refuse_builtin(&gvk, kind, add)?;
     }
     let core_record = builtin.map(crate::commands::create_api::builtin_group);
@@ -350,8 +345,8 @@ pub(super) fn paths(
             ];
             if mine.into_iter().flatten().any(|p| *p == path) {
                 return Err(UserError::new(format!(
-                    "the webhook path `{path}` is taken by {}/{}, Kind={}",
-                    other_names.qualified_group, other.version, other.kind
+                    "the webhook path `{path}` is taken by {}",
+                    other_names.gvk()
                 ))
                 .help("pass another --defaulting-path or --validation-path")
                 .into());
