@@ -10,12 +10,14 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+#[cfg(test)]
+use serde_json::Value;
 
 use crate::cli::EditArgs;
 use crate::project::{self, Project};
 use crate::scaffold::{Plan, PlannedFile, Policy};
+use crate::tree::{OnDisk, Tree};
 use crate::ui::UserError;
 
 use super::{AddedBy, EditPlugin, Plugin, edit_words};
@@ -48,7 +50,8 @@ impl EditPlugin for Grafana {
         args: &EditArgs,
         plan: &mut Plan,
     ) -> anyhow::Result<()> {
-        plan.files.extend(files(root, args.reset_dashboards)?);
+        plan.files
+            .extend(files(&OnDisk(root), args.reset_dashboards)?);
         Ok(())
     }
 
@@ -59,69 +62,91 @@ impl EditPlugin for Grafana {
 
 /// The user's metrics, which a re-run turns into a dashboard.
 pub const CONFIG: &str = "grafana/custom-metrics/config.yaml";
-/// The dashboard of the user's metrics.
-pub const CUSTOM_DASHBOARD: &str = "grafana/custom-metrics/custom-metrics-dashboard.json";
-/// The dashboard of the controllers.
-pub const RUNTIME_DASHBOARD: &str = "grafana/controller-runtime-metrics.json";
-/// The dashboard of the process's resources.
-pub const RESOURCES_DASHBOARD: &str = "grafana/controller-resources-metrics.json";
+/// Where the templates put the dashboard of the user's metrics.
+#[cfg(test)]
+const CUSTOM_DASHBOARD: &str = "grafana/custom-metrics/custom-metrics-dashboard.json";
+/// Where the templates put the dashboard of the controllers.
+#[cfg(test)]
+const RUNTIME_DASHBOARD: &str = "grafana/controller-runtime-metrics.json";
+/// Where the templates put the dashboard of the process's resources.
+#[cfg(test)]
+const RESOURCES_DASHBOARD: &str = "grafana/controller-resources-metrics.json";
 
 /// The label matchers of every query: the dashboard's `job` and `namespace` variables.
 const SELECTOR: &str = r#"{job="$job", namespace="$namespace"}"#;
 
-/// The files of the plugin: the two dashboards of the manager (kept when they exist, unless
-/// `reset`, as the autoupdate workflow is), the configuration (the user's: kept when it exists,
-/// whatever the flags), and the dashboard of the metrics it lists, if any.
-pub fn files(root: &Path, reset: bool) -> anyhow::Result<Vec<PlannedFile>> {
+/// The files of the plugin, from the `grafana` template set: the two dashboards of the manager
+/// (kept when they exist, unless `reset`, as the autoupdate workflow is), the configuration
+/// (the user's: kept when it exists, whatever the flags), and, from `grafana-custom`, the
+/// dashboard of the metrics the configuration lists, if any.
+pub fn files(tree: &dyn Tree, reset: bool) -> anyhow::Result<Vec<PlannedFile>> {
     let dashboard = if reset {
         Policy::Owned
     } else {
         Policy::KeepExisting
     };
-    let mut files = vec![
-        PlannedFile {
-            path: RUNTIME_DASHBOARD.into(),
-            contents: render(&runtime_dashboard()),
-            policy: dashboard,
-        },
-        PlannedFile {
-            path: RESOURCES_DASHBOARD.into(),
-            contents: render(&resources_dashboard()),
-            policy: dashboard,
-        },
-    ];
-    let config = match std::fs::read_to_string(root.join(CONFIG)) {
-        Ok(text) => text,
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-            return Err(UserError::new(format!("failed to read {CONFIG}: {error}"))
-                .help("make it a readable UTF-8 file, or remove it to get the default")
-                .into());
+    let existing = tree.read(Path::new(CONFIG)).map_err(|error| {
+        UserError::new(format!("failed to read {CONFIG}: {error:#}"))
+            .help("make it a readable UTF-8 file, or remove it to get the default")
+    })?;
+    let mut files = crate::scaffold::render_set("grafana", &tera::Context::new(), &[], |path| {
+        if path == CONFIG {
+            Policy::KeepExisting
+        } else {
+            dashboard
         }
-        Err(_) => {
-            let text = crate::scaffold::render_set("grafana", &tera::Context::new(), &[], |_| {
-                Policy::Owned
-            })?
-            .into_iter()
-            .find(|file| file.path == Path::new(CONFIG))
-            .map(|file| file.contents)
-            .expect("the grafana templates hold the configuration");
-            files.push(PlannedFile {
-                path: CONFIG.into(),
-                contents: text.clone(),
-                policy: Policy::KeepExisting,
-            });
+    })?;
+    let config = match existing {
+        Some(text) => {
+            files.retain(|file| file.path != Path::new(CONFIG));
             text
         }
+        None => files
+            .iter()
+            .find(|file| file.path == Path::new(CONFIG))
+            .map(|file| file.contents.clone())
+            .expect("the grafana templates hold the configuration"),
     };
     let metrics = custom_metrics(&config)?;
     if !metrics.is_empty() {
-        files.push(PlannedFile {
-            path: CUSTOM_DASHBOARD.into(),
-            contents: render(&custom_dashboard(&metrics)),
-            policy: Policy::Regenerated,
-        });
+        files.extend(crate::scaffold::render_set(
+            "grafana-custom",
+            &custom_context(&metrics),
+            &[],
+            |_| Policy::Regenerated,
+        )?);
     }
     Ok(files)
+}
+
+/// One panel of the custom dashboard, in the `index`th cell of two columns.
+#[derive(Serialize)]
+struct Panel<'a> {
+    id: usize,
+    x: usize,
+    y: usize,
+    title: &'a str,
+    expr: &'a str,
+    unit: &'a str,
+}
+
+/// What the custom dashboard's template receives: a panel for each metric.
+fn custom_context(metrics: &[CustomMetric]) -> tera::Context {
+    let panels: Vec<Panel<'_>> = metrics
+        .iter()
+        .enumerate()
+        .map(|(index, metric)| Panel {
+            id: index + 1,
+            x: (index % 2) * 12,
+            y: (index / 2) * 8,
+            title: &metric.title,
+            expr: &metric.expr,
+            unit: &metric.unit,
+        })
+        .collect();
+    let mut context = tera::Context::new();
+    context.insert("panels", &panels);
+    context
 }
 
 /// One metric of the configuration, checked, with its query.
@@ -223,236 +248,6 @@ fn is_metric_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
 }
 
-/// A dashboard as Grafana exports it, two spaces deep, with a final newline.
-fn render(dashboard: &Value) -> String {
-    let mut text = serde_json::to_string_pretty(dashboard).expect("a JSON value serializes");
-    text.push('\n');
-    text
-}
-
-/// One query of a panel.
-struct Query<'a> {
-    expr: String,
-    legend: &'a str,
-}
-
-fn query(expr: impl Into<String>, legend: &str) -> Query<'_> {
-    Query {
-        expr: expr.into(),
-        legend,
-    }
-}
-
-/// A time series panel of half the width, placed in the `index`th cell of two columns.
-fn panel(index: usize, title: &str, description: &str, unit: &str, queries: &[Query<'_>]) -> Value {
-    let targets: Vec<Value> = queries
-        .iter()
-        .zip('A'..)
-        .map(|(query, reference)| {
-            json!({
-                "datasource": {"type": "prometheus", "uid": "${datasource}"},
-                "expr": query.expr,
-                "legendFormat": query.legend,
-                "refId": reference.to_string(),
-            })
-        })
-        .collect();
-    json!({
-        "datasource": {"type": "prometheus", "uid": "${datasource}"},
-        "description": description,
-        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
-        "gridPos": {"h": 8, "w": 12, "x": (index % 2) * 12, "y": (index / 2) * 8},
-        "id": index + 1,
-        "options": {
-            "legend": {"displayMode": "table", "placement": "bottom", "showLegend": true},
-            "tooltip": {"mode": "multi", "sort": "desc"},
-        },
-        "targets": targets,
-        "title": title,
-        "type": "timeseries",
-    })
-}
-
-/// A dashboard of `panels`, with the data source, `job` and `namespace` variables, the last two
-/// taken from the labels of `metric`.
-fn dashboard(title: &str, metric: &str, panels: Vec<Value>) -> Value {
-    let variable = |name: &str, query: String| {
-        json!({
-            "name": name,
-            "label": name,
-            "type": "query",
-            "datasource": {"type": "prometheus", "uid": "${datasource}"},
-            "definition": query,
-            "query": {"query": query, "refId": name},
-            "refresh": 2,
-            "sort": 1,
-            "includeAll": false,
-            "multi": false,
-            "hide": 0,
-        })
-    };
-    json!({
-        "annotations": {"list": []},
-        "editable": true,
-        "graphTooltip": 1,
-        "panels": panels,
-        "refresh": "30s",
-        "schemaVersion": 39,
-        "tags": ["rsbuilder"],
-        "templating": {"list": [
-            {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus", "hide": 0},
-            variable("job", format!("label_values({metric}, job)")),
-            variable("namespace", format!("label_values({metric}{{job=\"$job\"}}, namespace)")),
-        ]},
-        "time": {"from": "now-1h", "to": "now"},
-        "timepicker": {},
-        "timezone": "browser",
-        "title": title,
-        "version": 1,
-    })
-}
-
-fn runtime_dashboard() -> Value {
-    let quantile = |q: &str| {
-        format!(
-            "histogram_quantile({q}, sum by (controller, le) (rate(controller_runtime_reconcile_time_seconds_bucket{SELECTOR}[5m])))"
-        )
-    };
-    let panels = vec![
-        panel(
-            0,
-            "Reconciliations per second",
-            "controller_runtime_reconcile_total: reconciles per controller and result (success, error)",
-            "ops",
-            &[query(
-                format!(
-                    "sum by (controller, result) (rate(controller_runtime_reconcile_total{SELECTOR}[5m]))"
-                ),
-                "{{controller}} {{result}}",
-            )],
-        ),
-        panel(
-            1,
-            "Reconciliation errors per second",
-            "controller_runtime_reconcile_errors_total: reconciles that returned an error, each retried with a per-object backoff",
-            "ops",
-            &[query(
-                format!(
-                    "sum by (controller) (rate(controller_runtime_reconcile_errors_total{SELECTOR}[5m]))"
-                ),
-                "{{controller}}",
-            )],
-        ),
-        panel(
-            2,
-            "Reconcile time",
-            "controller_runtime_reconcile_time_seconds: the 50th, 90th and 99th percentile of the time one reconcile takes",
-            "s",
-            &[
-                query(quantile("0.5"), "{{controller}} p50"),
-                query(quantile("0.9"), "{{controller}} p90"),
-                query(quantile("0.99"), "{{controller}} p99"),
-            ],
-        ),
-        panel(
-            3,
-            "Reconciles in progress",
-            "controller_runtime_active_workers: reconciles running at this moment",
-            "short",
-            &[query(
-                format!("sum by (controller) (controller_runtime_active_workers{SELECTOR})"),
-                "{{controller}}",
-            )],
-        ),
-        panel(
-            4,
-            "Leader",
-            "leader_election_master_status: 1 for the replica that holds the leader election Lease and runs the controllers",
-            "short",
-            &[query(
-                format!("max by (pod) (leader_election_master_status{SELECTOR})"),
-                "{{pod}}",
-            )],
-        ),
-    ];
-    dashboard(
-        "Controller Runtime Metrics",
-        "controller_runtime_reconcile_total",
-        panels,
-    )
-}
-
-fn resources_dashboard() -> Value {
-    let panels = vec![
-        panel(
-            0,
-            "CPU usage",
-            "process_cpu_seconds_total: CPU time per second of wall time, in cores",
-            "short",
-            &[query(
-                format!("rate(process_cpu_seconds_total{SELECTOR}[5m])"),
-                "{{pod}}",
-            )],
-        ),
-        panel(
-            1,
-            "Memory",
-            "process_resident_memory_bytes: the manager's resident set",
-            "bytes",
-            &[query(
-                format!("process_resident_memory_bytes{SELECTOR}"),
-                "{{pod}}",
-            )],
-        ),
-        panel(
-            2,
-            "Open file descriptors",
-            "process_open_fds against process_max_fds",
-            "short",
-            &[
-                query(format!("process_open_fds{SELECTOR}"), "{{pod}} open"),
-                query(format!("process_max_fds{SELECTOR}"), "{{pod}} limit"),
-            ],
-        ),
-        panel(
-            3,
-            "Uptime",
-            "time since process_start_time_seconds: a drop is a restart",
-            "s",
-            &[query(
-                format!("time() - process_start_time_seconds{SELECTOR}"),
-                "{{pod}}",
-            )],
-        ),
-    ];
-    dashboard(
-        "Controller Resources Metrics",
-        "process_cpu_seconds_total",
-        panels,
-    )
-}
-
-fn custom_dashboard(metrics: &[CustomMetric]) -> Value {
-    let panels = metrics
-        .iter()
-        .enumerate()
-        .map(|(index, metric)| {
-            panel(
-                index,
-                &metric.title,
-                &format!("from {CONFIG}"),
-                &metric.unit,
-                &[query(metric.expr.clone(), "{{pod}}")],
-            )
-        })
-        .collect();
-    dashboard(
-        "Custom Metrics",
-        "controller_runtime_reconcile_total",
-        panels,
-    )
-}
-
 /// The metric names the manager's dashboards query, for the tests.
 #[cfg(test)]
 fn queried_metrics(dashboard: &Value) -> std::collections::BTreeSet<String> {
@@ -486,8 +281,10 @@ mod tests {
     /// running manager.
     #[test]
     fn the_dashboards_query_only_what_the_runtime_exports() {
-        let mut queried = queried_metrics(&runtime_dashboard());
-        queried.extend(queried_metrics(&resources_dashboard()));
+        let queried: std::collections::BTreeSet<String> = dashboards()
+            .iter()
+            .flat_map(|(_, dashboard)| queried_metrics(dashboard))
+            .collect();
         let expected = [
             "controller_runtime_active_workers",
             "controller_runtime_reconcile_errors_total",
@@ -501,6 +298,53 @@ mod tests {
             "process_start_time_seconds",
         ];
         assert_eq!(queried.into_iter().collect::<Vec<_>>(), expected);
+    }
+
+    /// The files of a project without a configuration, parsed.
+    fn dashboards() -> Vec<(std::path::PathBuf, Value)> {
+        files(&crate::tree::Memory::default(), false)
+            .unwrap()
+            .into_iter()
+            .filter(|file| file.path.extension().is_some_and(|e| e == "json"))
+            .map(|file| (file.path, serde_json::from_str(&file.contents).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn the_custom_dashboard_charts_each_metric_as_written_two_to_a_row() {
+        let metrics = custom_metrics(
+            "customMetrics:\n- metric: foo_total\n  type: counter\n- metric: bar_seconds\n  type: histogram\n  unit: s\n- expr: sum(up) \"quoted\" \\\\ é {{pod}}\n",
+        )
+        .unwrap();
+        let rendered =
+            crate::scaffold::render_set("grafana-custom", &custom_context(&metrics), &[], |_| {
+                Policy::Owned
+            })
+            .unwrap();
+        assert_eq!(rendered[0].path, Path::new(CUSTOM_DASHBOARD));
+        let dashboard: Value = serde_json::from_str(&rendered[0].contents).unwrap();
+        let panels = dashboard["panels"].as_array().unwrap();
+        assert_eq!(panels.len(), 3);
+        for (index, (panel, metric)) in panels.iter().zip(&metrics).enumerate() {
+            assert_eq!(panel["title"], metric.title.as_str());
+            assert_eq!(panel["targets"][0]["expr"], metric.expr.as_str());
+            assert_eq!(panel["targets"][0]["legendFormat"], "{{pod}}");
+            assert_eq!(
+                panel["fieldConfig"]["defaults"]["unit"],
+                metric.unit.as_str()
+            );
+            assert_eq!(panel["id"], index + 1);
+            assert_eq!(panel["gridPos"]["x"], (index % 2) * 12);
+            assert_eq!(panel["gridPos"]["y"], (index / 2) * 8);
+        }
+        assert_eq!(metrics[2].expr, "sum(up) \"quoted\" \\\\ é {{pod}}");
+        assert_eq!(dashboard["title"], "Custom Metrics");
+        // Without a configuration, the plugin writes the manager's two dashboards.
+        let paths: Vec<_> = dashboards().into_iter().map(|(path, _)| path).collect();
+        assert_eq!(
+            paths,
+            [Path::new(RESOURCES_DASHBOARD), Path::new(RUNTIME_DASHBOARD)]
+        );
     }
 
     #[test]
@@ -564,8 +408,18 @@ mod tests {
 
     #[test]
     fn dashboards_are_valid_json_and_the_same_every_time() {
-        let first = render(&runtime_dashboard());
-        assert_eq!(first, render(&runtime_dashboard()));
+        let runtime = |files: Vec<PlannedFile>| {
+            files
+                .into_iter()
+                .find(|file| file.path == Path::new(RUNTIME_DASHBOARD))
+                .unwrap()
+                .contents
+        };
+        let first = runtime(files(&crate::tree::Memory::default(), false).unwrap());
+        assert_eq!(
+            first,
+            runtime(files(&crate::tree::Memory::default(), true).unwrap())
+        );
         let parsed: Value = serde_json::from_str(&first).unwrap();
         assert_eq!(parsed["panels"].as_array().unwrap().len(), 5);
         let ids: Vec<u64> = parsed["panels"]
