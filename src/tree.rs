@@ -21,8 +21,25 @@ pub trait Tree {
     fn is_file(&self, relative: &Path) -> bool;
     /// Whether the file at `relative` exists and is read-only.
     fn is_read_only(&self, relative: &Path) -> bool;
+    /// Every file below `dir`, in path order, but those in folders `prune` says to leave out
+    /// (never entered: `runtime/target`).
+    fn files_below(
+        &self,
+        dir: &Path,
+        prune: &dyn Fn(&Path) -> bool,
+    ) -> anyhow::Result<Vec<PathBuf>>;
+
+    /// The bytes of `relative`, or `None` when it does not exist.
+    fn read_bytes(&self, relative: &Path) -> anyhow::Result<Option<Vec<u8>>> {
+        Ok(self.read(relative)?.map(String::into_bytes))
+    }
+
     /// The files below `dir` whose names end in `.extension`, in path order.
-    fn files_under(&self, dir: &Path, extension: &str) -> anyhow::Result<Vec<PathBuf>>;
+    fn files_under(&self, dir: &Path, extension: &str) -> anyhow::Result<Vec<PathBuf>> {
+        let mut files = self.files_below(dir, &|_| false)?;
+        files.retain(|path| path.extension().is_some_and(|e| e == extension));
+        Ok(files)
+    }
 }
 
 /// The project at a root on disk.
@@ -69,19 +86,43 @@ impl Tree for OnDisk<'_> {
         fs::metadata(self.0.join(relative)).is_ok_and(|meta| meta.permissions().readonly())
     }
 
-    fn files_under(&self, dir: &Path, extension: &str) -> anyhow::Result<Vec<PathBuf>> {
+    fn read_bytes(&self, relative: &Path) -> anyhow::Result<Option<Vec<u8>>> {
+        match fs::read(self.0.join(relative)) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(error) => {
+                Err(error).with_context(|| format!("failed to read `{}`", relative.display()))
+            }
+        }
+    }
+
+    fn files_below(
+        &self,
+        dir: &Path,
+        prune: &dyn Fn(&Path) -> bool,
+    ) -> anyhow::Result<Vec<PathBuf>> {
         let start = self.0.join(dir);
-        if !start.exists() {
+        if !start.is_dir() {
             return Ok(Vec::new());
         }
+        let root = self.0;
+        let relative = move |path: &Path| path.strip_prefix(root).unwrap_or(path).to_path_buf();
         let mut files = Vec::new();
-        for entry in walkdir::WalkDir::new(&start).sort_by_file_name() {
+        let walk = walkdir::WalkDir::new(&start)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|entry| !(entry.file_type().is_dir() && prune(&relative(entry.path()))));
+        for entry in walk {
             let entry = entry.with_context(|| format!("failed to read `{}`", dir.display()))?;
-            if entry.file_type().is_file()
-                && entry.path().extension().is_some_and(|e| e == extension)
-            {
-                let relative = entry.path().strip_prefix(self.0).unwrap_or(entry.path());
-                files.push(relative.to_path_buf());
+            if entry.file_type().is_file() {
+                files.push(relative(entry.path()));
             }
         }
         files.sort();
@@ -111,16 +152,35 @@ impl Tree for Memory {
         false
     }
 
-    fn files_under(&self, dir: &Path, extension: &str) -> anyhow::Result<Vec<PathBuf>> {
+    fn files_below(
+        &self,
+        dir: &Path,
+        prune: &dyn Fn(&Path) -> bool,
+    ) -> anyhow::Result<Vec<PathBuf>> {
         Ok(self
             .files
             .keys()
+            .filter(|path| path.starts_with(dir))
             .filter(|path| {
-                path.starts_with(dir) && path.extension().is_some_and(|e| e == extension)
+                !path
+                    .ancestors()
+                    .skip(1)
+                    .take_while(|folder| folder.starts_with(dir) && *folder != dir)
+                    .any(prune)
             })
             .cloned()
             .collect())
     }
+}
+
+/// Whether `a` and `b` name the same folder, links resolved.
+pub fn same_folder(a: &Path, b: &Path) -> bool {
+    fs::canonicalize(a).ok() == fs::canonicalize(b).ok()
+}
+
+/// Whether `dir` holds nothing: it is missing, not a folder, or an empty one.
+pub fn is_empty_dir(dir: &Path) -> bool {
+    fs::read_dir(dir).map_or(true, |mut entries| entries.next().is_none())
 }
 
 /// Every file below the folders `dirs` whose name ends in `.extension`, with its text, in path
@@ -139,4 +199,64 @@ pub fn read_all(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The disk and memory list the same files below a folder, and neither enters a folder
+    /// `prune` names (`runtime/target` is never walked).
+    #[test]
+    fn files_below_a_folder_are_listed_alike_on_disk_and_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            "runtime/Cargo.toml",
+            "runtime/src/lib.rs",
+            "runtime/src/webhook/mod.rs",
+            "runtime/target/debug/build.rs",
+            "runtime-notes.txt",
+            "api/src/lib.rs",
+        ];
+        let mut memory = Memory::default();
+        for file in files {
+            let path = dir.path().join(file);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, file).unwrap();
+            memory.files.insert(PathBuf::from(file), file.to_owned());
+        }
+        let target = Path::new("runtime/target");
+        let prune = |folder: &Path| folder == target;
+        let want: Vec<PathBuf> = [
+            "runtime/Cargo.toml",
+            "runtime/src/lib.rs",
+            "runtime/src/webhook/mod.rs",
+        ]
+        .map(PathBuf::from)
+        .to_vec();
+        let runtime = Path::new("runtime");
+        assert_eq!(
+            OnDisk(dir.path()).files_below(runtime, &prune).unwrap(),
+            want
+        );
+        assert_eq!(memory.files_below(runtime, &prune).unwrap(), want);
+        assert_eq!(
+            OnDisk(dir.path()).files_under(runtime, "rs").unwrap(),
+            memory.files_under(runtime, "rs").unwrap()
+        );
+        assert_eq!(
+            OnDisk(dir.path())
+                .read_bytes(Path::new("api/src/lib.rs"))
+                .unwrap(),
+            Some(b"api/src/lib.rs".to_vec())
+        );
+        assert!(
+            OnDisk(dir.path())
+                .files_below(Path::new("missing"), &prune)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(is_empty_dir(&dir.path().join("missing")));
+        assert!(!is_empty_dir(dir.path()));
+    }
 }

@@ -24,7 +24,7 @@ use crate::ui;
 
 pub use lock::{ProjectLock, lock};
 pub use resolve::read_existing;
-pub use scratch::Scratch;
+pub use scratch::{Scratch, carry};
 pub use write::{fill_new_dir, guarded};
 
 use resolve::resolve;

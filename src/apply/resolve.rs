@@ -239,11 +239,20 @@ impl Tree for View<'_> {
         self.tree.is_read_only(relative)
     }
 
-    fn files_under(&self, dir: &Path, extension: &str) -> anyhow::Result<Vec<PathBuf>> {
+    fn files_below(
+        &self,
+        dir: &Path,
+        prune: &dyn Fn(&Path) -> bool,
+    ) -> anyhow::Result<Vec<PathBuf>> {
         let mut files: std::collections::BTreeSet<PathBuf> =
-            self.tree.files_under(dir, extension)?.into_iter().collect();
+            self.tree.files_below(dir, prune)?.into_iter().collect();
         for (path, change) in self.changes {
-            if !path.starts_with(dir) || path.extension().is_none_or(|e| e != extension) {
+            let pruned = path
+                .ancestors()
+                .skip(1)
+                .take_while(|folder| folder.starts_with(dir) && *folder != dir)
+                .any(prune);
+            if !path.starts_with(dir) || pruned {
                 continue;
             }
             if change.action == Action::Remove {

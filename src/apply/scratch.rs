@@ -6,6 +6,25 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
+use crate::tree::Tree;
+
+/// Copies the file `relative` of `tree` to the same path under `dir` (a new tree, not the
+/// project), making its folders; `false` when `tree` has no such file. The file is read whole
+/// before its copy is opened: a `dir` that is the tree's own folder gets it back as it was,
+/// never truncated first (as `fs::copy` does).
+pub fn carry(tree: &dyn Tree, relative: &Path, dir: &Path) -> anyhow::Result<bool> {
+    let Some(bytes) = tree.read_bytes(relative)? else {
+        return Ok(false);
+    };
+    let to = dir.join(relative);
+    if let Some(parent) = to.parent() {
+        fs::create_dir_all(parent)
+            .with_context(|| format!("failed to create {}", parent.display()))?;
+    }
+    fs::write(&to, bytes).with_context(|| format!("failed to write {}", to.display()))?;
+    Ok(true)
+}
+
 /// A folder of its own under the system's temporary folder, for files that are not the
 /// project's (the trees `alpha update` merges, the sides of one merge); removed when dropped.
 pub struct Scratch(PathBuf);

@@ -9,7 +9,9 @@ use std::process::{Command, Stdio};
 
 use anyhow::Context as _;
 
+use crate::apply;
 use crate::project::{self, Project, Resource};
+use crate::tree::{OnDisk, Tree as _};
 use crate::ui::{self, UserError};
 
 /// Flags of `alpha generate`.
@@ -29,19 +31,17 @@ pub fn generate(options: GenerateOptions) -> anyhow::Result<()> {
     let open = super::open()?;
     let root = open.root.clone();
     let project = project::load(&root)?;
-    let manifest = match std::fs::read_to_string(root.join("Cargo.toml")) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+    let manifest = match OnDisk(&root)
+        .read(Path::new("Cargo.toml"))
+        .context("failed to read the workspace Cargo.toml")?
+    {
+        Some(text) => text,
+        None => {
             ui::warn(
                 "the workspace Cargo.toml is missing: the project is scaffolded with init's owner and license",
                 None,
             );
             String::new()
-        }
-        Err(error) => {
-            return Err(
-                anyhow::Error::new(error).context("failed to read the workspace Cargo.toml")
-            );
         }
     };
     let registered = registration_order(&root)?;
@@ -374,10 +374,7 @@ fn refuse_inside(dir: &Path, root: &Path) -> anyhow::Result<()> {
 
 /// Refuses an output directory that holds anything.
 fn refuse_unless_empty(dir: &Path) -> anyhow::Result<()> {
-    let Ok(mut entries) = std::fs::read_dir(dir) else {
-        return Ok(());
-    };
-    if entries.next().is_some() {
+    if !crate::tree::is_empty_dir(dir) {
         return Err(UserError::new(format!(
             "--output-dir {}: the directory is not empty",
             dir.display()
@@ -435,7 +432,7 @@ fn carry_helm_chart(
         .helm
         .as_ref()
         .expect("a Helm command comes from PROJECT's record");
-    if !root.join(&record.manifests).is_file() {
+    if !OnDisk(root).is_file(Path::new(&record.manifests)) {
         return Err(UserError::new(format!(
             "PROJECT records a Helm chart made from `{}`, which does not exist",
             record.manifests
@@ -449,27 +446,12 @@ fn carry_helm_chart(
         chart.join("Chart.yaml"),
         chart.join("values.yaml"),
     ] {
-        if !root.join(&file).is_file() {
-            continue;
-        }
-        if let Some(parent) = dir.join(&file).parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("failed to create {}", parent.display()))?;
-        }
-        copy_file(&root.join(&file), &dir.join(&file))?;
+        apply::carry(&OnDisk(root), &file, dir)?;
     }
     // The new tree's config/ is the scaffold's, not the one the install file was built from.
     let mut command = command.to_vec();
     command.push("--install-as-is".to_owned());
     run_all(exe, &[command], dir)
-}
-
-/// Copies the file `from` to `to`, read whole before `to` is opened: a `to` that is `from`
-/// under another name is written back as it was, never truncated first (as `fs::copy` does).
-fn copy_file(from: &Path, to: &Path) -> anyhow::Result<()> {
-    let bytes =
-        std::fs::read(from).with_context(|| format!("failed to read {}", from.display()))?;
-    std::fs::write(to, bytes).with_context(|| format!("failed to write {}", to.display()))
 }
 
 /// The user's list of metrics, `grafana/custom-metrics/config.yaml`, is the user's, not the
@@ -480,12 +462,15 @@ fn carry_grafana_config(
     exe: &Path,
     dir: &Path,
 ) -> anyhow::Result<()> {
-    let config = root.join(crate::plugins::grafana::CONFIG);
-    if !project.grafana || !config.is_file() {
+    use crate::plugins::EditPlugin as _;
+    let config = Path::new(crate::plugins::grafana::CONFIG);
+    let Some(edit) = crate::plugins::grafana::Grafana.replay(project) else {
+        return Ok(());
+    };
+    if !apply::carry(&OnDisk(root), config, dir)? {
         return Ok(());
     }
-    copy_file(&config, &dir.join(crate::plugins::grafana::CONFIG))?;
-    run_all(exe, &[words(&["edit", "--plugins=grafana/v1-alpha"])], dir)
+    run_all(exe, &[edit], dir)
 }
 
 /// Refuses to replace the project's files when git shows some it could not bring back:

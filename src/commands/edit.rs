@@ -20,6 +20,7 @@ use crate::names::{self, ResourceNames};
 use crate::project::{self, Project};
 use crate::rbac;
 use crate::scaffold::{Plan, PlannedFile, Policy};
+use crate::tree::{OnDisk, Tree as _};
 use crate::ui::{self, UserError};
 
 /// Files whose change is left out, with a note, when their lines were rewritten.
@@ -51,8 +52,10 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
     let open = super::open()?;
     let root = open.root.as_path();
     let mut project = project::load(root)?;
-    let manifest = std::fs::read_to_string(root.join("Cargo.toml"))
-        .context("failed to read the workspace Cargo.toml")?;
+    let manifest = OnDisk(root)
+        .read(Path::new("Cargo.toml"))
+        .context("failed to read the workspace Cargo.toml")?
+        .context("the workspace Cargo.toml is missing")?;
     let old = Settings {
         owner: crate::manifest::string(&manifest, "workspace.package", "authors"),
         license: license_of(

@@ -16,6 +16,7 @@ use crate::diff;
 use crate::project;
 use crate::rbac;
 use crate::scaffold::{Plan, PlannedFile, Policy};
+use crate::tree::{OnDisk, Tree as _};
 use crate::ui::{self, UserError};
 use crate::webhook;
 
@@ -88,7 +89,7 @@ pub struct Manifests {
 pub fn manifests(root: &Path) -> anyhow::Result<Manifests> {
     let project = project::load(root)?;
     // The markers first: a malformed one fails before anything is built.
-    let sources = rbac::read_sources(&crate::tree::OnDisk(root))?;
+    let sources = rbac::read_sources(&OnDisk(root))?;
     let role = rbac::role_from_sources(
         sources
             .iter()
@@ -273,26 +274,16 @@ fn largest_fields(crd: &serde_json::Value) -> Vec<(String, usize)> {
 }
 
 fn orphans(root: &Path, crds: &BTreeMap<PathBuf, String>) -> anyhow::Result<Vec<PathBuf>> {
-    let dir = root.join(CRD_DIR);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Ok(Vec::new());
-    };
-    let mut orphans = Vec::new();
-    for entry in entries {
-        let entry = entry.with_context(|| format!("failed to read `{CRD_DIR}`"))?;
-        let path = Path::new(CRD_DIR).join(entry.file_name());
-        if path.extension().is_some_and(|e| e == "yaml") && !crds.contains_key(&path) {
-            orphans.push(path);
-        }
-    }
-    orphans.sort();
+    let dir = Path::new(CRD_DIR);
+    let mut orphans = OnDisk(root).files_under(dir, "yaml")?;
+    orphans.retain(|path| path.parent() == Some(dir) && !crds.contains_key(path));
     Ok(orphans)
 }
 
 fn check_files(root: &Path, files: &[PlannedFile], orphans: &[PathBuf]) -> anyhow::Result<()> {
     let mut stale = 0;
     for file in files {
-        let current = std::fs::read_to_string(root.join(&file.path)).unwrap_or_default();
+        let current = OnDisk(root).read(&file.path)?.unwrap_or_default();
         if current != file.contents {
             stale += 1;
             ui::file("stale", &file.path);

@@ -13,6 +13,7 @@ use crate::project::{self, Project};
 use crate::rbac;
 use crate::runtime;
 use crate::scaffold::{self, Plan, PlannedFile, Policy};
+use crate::tree::{OnDisk, Tree as _};
 use crate::ui::{self, UserError};
 use crate::versions;
 
@@ -186,10 +187,10 @@ fn refuse_nested_project(root: &Path) -> anyhow::Result<()> {
     .into())
 }
 
-/// The layout of the PROJECT file at `path` when it is not rsbuilder's (kubebuilder's
+/// The layout of the PROJECT file in `root` when it is not rsbuilder's (kubebuilder's
 /// `go.kubebuilder.io/v4`, say); `None` for rsbuilder's, or a file that says no layout.
-fn other_layout(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+fn other_layout(root: &Path) -> Option<String> {
+    let text = OnDisk(root).read(Path::new(project::FILE)).ok()??;
     let value: serde_yaml::Value = serde_yaml::from_str(&text).ok()?;
     let layouts: Vec<&str> = value
         .get("layout")?
@@ -206,7 +207,7 @@ fn refuse_existing_project(root: &Path) -> anyhow::Result<()> {
         return Ok(());
     };
     let error = if root.join(project::FILE).is_file() {
-        match other_layout(&root.join(project::FILE)) {
+        match other_layout(root) {
             Some(layout) => UserError::new(format!(
                 "the current directory is a project of another tool: its `PROJECT` has the layout `{}`",
                 crate::ui::shown(&layout)

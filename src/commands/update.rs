@@ -16,6 +16,7 @@ use super::alpha;
 use crate::apply::{self, Options};
 use crate::project::{self, Project};
 use crate::scaffold::{Plan, PlannedFile, Policy};
+use crate::tree::{OnDisk, Tree as _};
 use crate::ui::{self, UserError};
 use crate::versions;
 
@@ -153,8 +154,10 @@ pub fn update(options: UpdateOptions) -> anyhow::Result<()> {
         }
         None => install(root, &project.cli_version)?,
     };
-    let manifest = std::fs::read_to_string(root.join("Cargo.toml"))
-        .context("failed to read the workspace Cargo.toml")?;
+    let manifest = OnDisk(root)
+        .read(Path::new("Cargo.toml"))
+        .context("failed to read the workspace Cargo.toml")?
+        .context("the workspace Cargo.toml is missing")?;
     let commands = alpha::commands(&project, &manifest, &alpha::registration_order(root)?)?;
     // The Helm chart is made from the install file, a build output; it stays as the user has
     // it, and `make build-installer` with the Helm edit remakes it after the update.
@@ -230,12 +233,7 @@ fn merge_trees(
 ) -> anyhow::Result<Vec<(PathBuf, Merged)>> {
     let mut paths = BTreeSet::new();
     for dir in [base, theirs] {
-        for entry in walkdir::WalkDir::new(dir).min_depth(1) {
-            let entry = entry?;
-            if entry.file_type().is_file() {
-                paths.insert(entry.path().strip_prefix(dir)?.to_path_buf());
-            }
-        }
+        paths.extend(OnDisk(dir).files_below(Path::new(""), &|_| false)?);
     }
     let read = |dir: &Path, path: &Path| apply::read_existing(dir, path);
     let mut merged = Vec::new();
@@ -504,7 +502,7 @@ fn refuse_unless_clean(root: &Path) -> anyhow::Result<()> {
         UserError::new(format!("{} is not in a git repository", root.display()))
             .help("run `git init && git add -A && git commit -m scaffold` first: the update merges on a branch")
     })?;
-    let same = std::fs::canonicalize(top.trim()).ok() == std::fs::canonicalize(root).ok();
+    let same = crate::tree::same_folder(Path::new(top.trim()), root);
     if !same {
         return Err(UserError::new(format!(
             "the project {} is not the top of its git repository ({})",

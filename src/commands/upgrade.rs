@@ -16,6 +16,7 @@ use crate::diff;
 use crate::project::{self, Project, RuntimeRecord};
 use crate::runtime;
 use crate::scaffold::{Plan, PlannedFile, Policy};
+use crate::tree::{OnDisk, Tree as _};
 use crate::ui::{self, UserError};
 
 /// The workspace manifest.
@@ -133,28 +134,14 @@ fn refuse_unless_forced(
 
 /// Every file under `runtime/`, by path from the project root; `target/` is left out.
 fn read_runtime(root: &Path) -> anyhow::Result<BTreeMap<PathBuf, Vec<u8>>> {
-    let dir = root.join(runtime::DIR);
+    let tree = OnDisk(root);
+    let dir = Path::new(runtime::DIR);
+    let target = dir.join("target");
     let mut files = BTreeMap::new();
-    if !dir.is_dir() {
-        return Ok(files);
-    }
-    let walk = walkdir::WalkDir::new(&dir)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|entry| !(entry.depth() == 1 && entry.file_name() == "target"));
-    for entry in walk {
-        let entry = entry.with_context(|| format!("failed to read `{}`", runtime::DIR))?;
-        if entry.file_type().is_dir() {
-            continue;
+    for relative in tree.files_below(dir, &|folder| folder == target)? {
+        if let Some(bytes) = tree.read_bytes(&relative)? {
+            files.insert(relative, bytes);
         }
-        let relative = entry
-            .path()
-            .strip_prefix(root)
-            .unwrap_or(entry.path())
-            .to_path_buf();
-        let bytes = std::fs::read(entry.path())
-            .with_context(|| format!("failed to read `{}`", relative.display()))?;
-        files.insert(relative, bytes);
     }
     Ok(files)
 }
@@ -223,9 +210,10 @@ fn plan(
         .filter(|path| !new_files.contains_key(*path))
         .cloned()
         .collect();
-    let manifest_path = root.join(MANIFEST);
-    let manifest = std::fs::read_to_string(&manifest_path)
-        .with_context(|| format!("failed to read `{MANIFEST}`"))?;
+    let manifest = OnDisk(root)
+        .read(Path::new(MANIFEST))
+        .with_context(|| format!("failed to read `{MANIFEST}`"))?
+        .with_context(|| format!("`{MANIFEST}` is missing"))?;
     let runtime_manifest = &new_files[&Path::new(runtime::DIR).join("Cargo.toml")];
     let (raised, pins, unread) = raise_pins(&manifest, runtime_manifest);
     for (name, needed) in &unread {
@@ -286,12 +274,12 @@ fn show_diff(root: &Path, plan: &Plan) -> anyhow::Result<()> {
         }
     };
     for file in &plan.files {
-        let current = std::fs::read_to_string(root.join(&file.path));
-        if current.as_deref().ok() != Some(file.contents.as_str()) {
+        let current = OnDisk(root).read(&file.path)?;
+        if current.as_deref() != Some(file.contents.as_str()) {
             let path = file.path.to_string_lossy().replace('\\', "/");
             let before = current.as_deref().unwrap_or_default();
             let text = diff::unified(&path, before, &file.contents, usize::MAX);
-            push(if root.join(&file.path).exists() {
+            push(if current.is_some() {
                 text
             } else {
                 text.replacen(&format!("--- a/{path}\n"), "--- /dev/null\n", 1)
@@ -299,7 +287,7 @@ fn show_diff(root: &Path, plan: &Plan) -> anyhow::Result<()> {
         }
     }
     for path in &plan.removals {
-        let current = std::fs::read_to_string(root.join(path)).unwrap_or_default();
+        let current = OnDisk(root).read(path)?.unwrap_or_default();
         let path = path.to_string_lossy().replace('\\', "/");
         push(diff::unified(&path, &current, "", usize::MAX).replacen(
             &format!("+++ b/{path}\n"),

@@ -366,9 +366,15 @@ pub fn find_root(start: &Path) -> Result<PathBuf, UserError> {
 
 /// Reads and checks `root/PROJECT`.
 pub fn load(root: &Path) -> anyhow::Result<Project> {
-    let path = root.join(FILE);
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("failed to read `{}`", path.display()))?;
+    use crate::tree::Tree as _;
+    let text = crate::tree::OnDisk(root)
+        .read(Path::new(FILE))?
+        .with_context(|| {
+            format!(
+                "failed to read `{}`: it does not exist",
+                root.join(FILE).display()
+            )
+        })?;
     parse(&text)
 }
 

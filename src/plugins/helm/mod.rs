@@ -26,6 +26,7 @@ use crate::ui::UserError;
 use crate::cli::EditArgs;
 use crate::project::{self, HelmRecord, Project};
 use crate::scaffold::Plan;
+use crate::tree::{OnDisk, Tree};
 
 use super::{AddedBy, EditPlugin, Plugin, edit_words};
 
@@ -92,11 +93,12 @@ impl EditPlugin for Helm {
             reset_values: args.reset_values,
             check_fresh: !args.install_as_is,
         };
-        let files = files(root, project, &options)?;
+        let tree = OnDisk(root);
+        let files = files(&tree, project, &options)?;
         plan.removals
-            .extend(stale_templates(root, &record.output, &files));
+            .extend(stale_templates(&tree, &record.output, &files)?);
         plan.files.extend(files);
-        let extra = project_files(root, project, record, &plan.files, args.reset_workflows)?;
+        let extra = project_files(&tree, project, record, &plan.files, args.reset_workflows)?;
         plan.files
             .retain(|f| !extra.iter().any(|e| e.path == f.path));
         plan.files.extend(extra);
@@ -171,17 +173,17 @@ impl Install {
     }
 }
 
-/// The chart's files for the project at `root`.
+/// The chart's files for the project in `tree`.
 pub fn files(
-    root: &Path,
+    tree: &dyn Tree,
     project: &crate::project::Project,
     options: &Options,
 ) -> anyhow::Result<Vec<PlannedFile>> {
-    let install = read(root, project, &options.manifests)?;
+    let install = read(tree, project, &options.manifests)?;
     // Another install file may come from another overlay: only `make build-installer`'s is
     // held to config/.
     if options.check_fresh && options.manifests == DEFAULT_MANIFESTS {
-        check_fresh(root, &install, &options.manifests)?;
+        check_fresh(tree, &install, &options.manifests)?;
     }
     let chart = PathBuf::from(&options.output).join("chart");
     let mut files = Vec::new();
@@ -204,18 +206,16 @@ pub fn files(
         Policy::KeepExisting,
     );
     let generated = values::render(&install, &defaults);
-    let values_path = root.join(&chart).join("values.yaml");
-    let values = match std::fs::read_to_string(&values_path) {
-        // A values.yaml that cannot be read is never replaced, --force or not.
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-            return Err(UserError::new(format!(
-                "failed to read {}/values.yaml: {error}",
-                chart.display()
-            ))
-            .help("make it a readable UTF-8 file, or remove it to get the generated one")
-            .into());
-        }
-        Ok(existing) if !options.reset_values => {
+    // A values.yaml that cannot be read is never replaced, --force or not.
+    let existing = tree.read(&chart.join("values.yaml")).map_err(|error| {
+        UserError::new(format!(
+            "failed to read {}/values.yaml: {error:#}",
+            chart.display()
+        ))
+        .help("make it a readable UTF-8 file, or remove it to get the generated one")
+    })?;
+    let values = match existing {
+        Some(existing) if !options.reset_values => {
             values::merge(&existing, &generated).map_err(|error| {
                 UserError::new(format!(
                     "{}/values.yaml is not valid YAML: {error}",
@@ -246,13 +246,13 @@ pub fn files(
 
 /// Reads and checks the install file.
 fn read(
-    root: &Path,
+    tree: &dyn Tree,
     project: &crate::project::Project,
     manifests: &str,
 ) -> anyhow::Result<Install> {
-    let text = match std::fs::read_to_string(root.join(manifests)) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+    let text = match tree.read(Path::new(manifests)) {
+        Ok(Some(text)) => text,
+        Ok(None) => {
             return Err(UserError::new(format!(
                 "`{manifests}` does not exist: the chart is made from the kustomize output"
             ))
@@ -267,7 +267,7 @@ fn read(
         }
         Err(error) => {
             return Err(
-                UserError::new(format!("failed to read `{manifests}`: {error}"))
+                UserError::new(format!("failed to read `{manifests}`: {error:#}"))
                     .help("make it a readable UTF-8 file, or name another with --manifests")
                     .into(),
             );
@@ -330,18 +330,18 @@ use serde::Deserialize as _;
 /// versions, a rule of the manager's role in `config/rbac/role.yaml` (its `resourceNames`
 /// aside, which kustomize may rewrite), or a webhook of `config/webhook/manifests.yaml`. The
 /// chart would lack them without a word.
-fn check_fresh(root: &Path, install: &Install, manifests: &str) -> anyhow::Result<()> {
+fn check_fresh(tree: &dyn Tree, install: &Install, manifests: &str) -> anyhow::Result<()> {
     let stale = |what: String| -> anyhow::Error {
         UserError::new(format!("`{manifests}` is older than config/: {what}"))
             .help("write it again with `make build-installer`, then run this command again")
             .into()
     };
     let documents = |relative: &str| -> anyhow::Result<Vec<Value>> {
-        match std::fs::read_to_string(root.join(relative)) {
-            Ok(text) => parse_documents(&text, relative),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        match tree.read(Path::new(relative)) {
+            Ok(Some(text)) => parse_documents(&text, relative),
+            Ok(None) => Ok(Vec::new()),
             Err(error) => Err(
-                UserError::new(format!("failed to read `{relative}`: {error}"))
+                UserError::new(format!("failed to read `{relative}`: {error:#}"))
                     .help("make it a readable UTF-8 file")
                     .into(),
             ),
@@ -359,11 +359,10 @@ fn check_fresh(root: &Path, install: &Install, manifests: &str) -> anyhow::Resul
             .unwrap_or_default()
     };
     // The CRDs the kustomization installs, by file: `bases/<file>` entries of its resources.
-    let kustomization: Value =
-        match std::fs::read_to_string(root.join("config/crd/kustomization.yaml")) {
-            Ok(text) => serde_yaml::from_str(&text).unwrap_or_default(),
-            Err(_) => Value::Null,
-        };
+    let kustomization: Value = match tree.read(Path::new("config/crd/kustomization.yaml")) {
+        Ok(Some(text)) => serde_yaml::from_str(&text).unwrap_or_default(),
+        _ => Value::Null,
+    };
     let bases: Vec<String> = kustomization
         .get("resources")
         .and_then(Value::as_sequence)
@@ -473,21 +472,21 @@ fn check_fresh(root: &Path, install: &Install, manifests: &str) -> anyhow::Resul
 /// The templates a chart of an earlier run holds that this run does not write: every file under
 /// `chart/templates/` that begins with the plugin's mark (the user's own templates never do).
 /// Their objects left the install file.
-pub fn stale_templates(root: &Path, output: &str, planned: &[PlannedFile]) -> Vec<PathBuf> {
+pub fn stale_templates(
+    tree: &dyn Tree,
+    output: &str,
+    planned: &[PlannedFile],
+) -> anyhow::Result<Vec<PathBuf>> {
     let templates = Path::new(output).join("chart/templates");
-    let mut stale: Vec<PathBuf> = walkdir::WalkDir::new(root.join(&templates))
+    Ok(tree
+        .files_below(&templates, &|_| false)?
         .into_iter()
-        .filter_map(Result::ok)
-        .filter(|entry| entry.file_type().is_file())
-        .filter_map(|entry| entry.path().strip_prefix(root).ok().map(Path::to_path_buf))
         .filter(|path| !planned.iter().any(|f| f.path == *path))
         .filter(|path| {
-            std::fs::read_to_string(root.join(path))
-                .is_ok_and(|text| text.lines().next() == Some(GENERATED))
+            tree.read(path)
+                .is_ok_and(|text| text.is_some_and(|text| text.lines().next() == Some(GENERATED)))
         })
-        .collect();
-    stale.sort();
-    stale
+        .collect())
 }
 
 fn chart_yaml(install: &Install, defaults: &values::Defaults) -> String {
@@ -700,7 +699,7 @@ fn bool_text(value: bool) -> &'static str {
 /// is written when missing (`reset`, from `--reset-workflows`, rewrites it). `planned` holds what the command writes
 /// already, which these build on.
 pub fn project_files(
-    root: &Path,
+    tree: &dyn Tree,
     project: &crate::project::Project,
     record: &crate::project::HelmRecord,
     planned: &[PlannedFile],
@@ -716,9 +715,9 @@ pub fn project_files(
     let mut files = Vec::new();
     let makefile = match planned.iter().find(|f| f.path == Path::new("Makefile")) {
         Some(file) => Some(file.contents.clone()),
-        None => match std::fs::read_to_string(root.join("Makefile")) {
-            Ok(text) => Some(text),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+        None => match tree.read(Path::new("Makefile")) {
+            Ok(Some(text)) => Some(text),
+            Ok(None) => {
                 crate::ui::warn(
                     "the project has no Makefile: the Helm targets (helm-deploy, helm-lint, ...) are not added, and .github/workflows/test-chart.yml runs `make helm-*`",
                     Some(
@@ -727,9 +726,7 @@ pub fn project_files(
                 );
                 None
             }
-            Err(error) => {
-                return Err(anyhow::Error::new(error).context("failed to read the Makefile"));
-            }
+            Err(error) => return Err(error.context("failed to read the Makefile")),
         },
     };
     if let Some(makefile) = makefile
