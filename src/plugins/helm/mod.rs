@@ -20,7 +20,9 @@ use std::path::{Path, PathBuf};
 
 use serde_yaml::Value;
 
-use crate::scaffold::{PlannedFile, Policy};
+use serde::Serialize;
+
+use crate::scaffold::{PlannedFile, Policy, render_set};
 use crate::ui::UserError;
 
 use crate::cli::EditArgs;
@@ -186,25 +188,7 @@ pub fn files(
         check_fresh(tree, &install, &options.manifests)?;
     }
     let chart = PathBuf::from(&options.output).join("chart");
-    let mut files = Vec::new();
-    let mut add = |path: String, contents: String, policy: Policy| {
-        files.push(PlannedFile {
-            path: chart.join(path),
-            contents,
-            policy,
-        });
-    };
     let defaults = values::Defaults::of(&install)?;
-    add(
-        "Chart.yaml".into(),
-        chart_yaml(&install, &defaults),
-        Policy::KeepExisting,
-    );
-    add(
-        ".helmignore".into(),
-        include_str!("static/helmignore").into(),
-        Policy::KeepExisting,
-    );
     let generated = values::render(&install, &defaults);
     // A values.yaml that cannot be read is never replaced, --force or not.
     let existing = tree.read(&chart.join("values.yaml")).map_err(|error| {
@@ -232,15 +216,19 @@ pub fn files(
     } else {
         Policy::Regenerated
     };
-    add("values.yaml".into(), values, policy);
-    add(
-        "values.schema.json".into(),
-        values::schema(&defaults),
-        Policy::Regenerated,
-    );
-    for (path, contents) in templates(&install, &defaults)? {
-        add(format!("templates/{path}"), contents, Policy::Regenerated);
-    }
+    let mut files = vec![
+        PlannedFile {
+            path: chart.join("values.yaml"),
+            contents: values,
+            policy,
+        },
+        PlannedFile {
+            path: chart.join("values.schema.json"),
+            contents: values::schema(&defaults),
+            policy: Policy::Regenerated,
+        },
+    ];
+    files.extend(templates(&install, &defaults, &chart)?);
     Ok(files)
 }
 
@@ -489,14 +477,6 @@ pub fn stale_templates(
         .collect())
 }
 
-fn chart_yaml(install: &Install, defaults: &values::Defaults) -> String {
-    format!(
-        "apiVersion: v2\nname: {name}\ndescription: A Helm chart to deploy {name}, an operator made with rsbuilder\ntype: application\n# The chart's version: raise it with every change to the chart.\nversion: 0.1.0\n# The manager's version: the image tag when manager.image.tag is removed.\nappVersion: {app}\n",
-        name = install.chart,
-        app = crate::yaml::scalar(&defaults.tag),
-    )
-}
-
 /// The install file's objects, each with a kind and a name.
 fn parse_documents(text: &str, manifests: &str) -> anyhow::Result<Vec<Value>> {
     let mut documents = Vec::new();
@@ -525,173 +505,175 @@ fn parse_documents(text: &str, manifests: &str) -> anyhow::Result<Vec<Value>> {
     Ok(documents)
 }
 
-/// cert-manager's Issuer and Certificates, while `certManager.enabled`.
-fn cert_manager_templates(
-    install: &Install,
-    defaults: &values::Defaults,
-    fill: &dyn Fn(&str) -> String,
-) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    out.push((
-        format!("cert-manager/{}.yaml", defaults.issuer),
-        fill(include_str!("static/issuer.yaml")),
-    ));
-    for (certificate, section, default, service, secret) in [
-        (
-            install.suffix_of("Certificate", "serving-cert", "serving-cert"),
-            "webhook",
-            defaults.webhook,
-            defaults.webhook_service.as_str(),
-            "webhook-server-cert",
-        ),
-        (
-            install.suffix_of("Certificate", "metrics-certs", "metrics-certs"),
-            "metrics",
-            defaults.metrics,
-            defaults.metrics_service.as_str(),
-            "metrics-server-cert",
-        ),
-    ] {
-        if section == "webhook" && !defaults.webhook {
-            continue;
-        }
-        out.push((
-            format!("cert-manager/{certificate}.yaml"),
-            fill(
-                &include_str!("static/certificate.yaml")
-                    .replace("SECTION_DEFAULT", bool_text(default))
-                    .replace("SECTION", section)
-                    .replace("SERVICE_SUFFIX", service)
-                    .replace("CERTIFICATE_SUFFIX", &certificate)
-                    .replace("SECRET_SUFFIX", secret),
-            ),
-        ));
-    }
-    out
+/// What every template of the chart receives: the chart's name, the suffixes the install file
+/// names its objects by, and the defaults the values fall back to.
+#[derive(Serialize)]
+struct ChartContext<'a> {
+    chart: &'a str,
+    app_version: String,
+    namespaced: bool,
+    deployment: &'a str,
+    metrics_service: &'a str,
+    webhook_service: &'a str,
+    issuer: &'a str,
+    metrics_enabled: bool,
+    webhook_enabled: bool,
+    cert_manager_enabled: bool,
+    prometheus_enabled: bool,
+    network_policy_enabled: bool,
+    metrics_port: u16,
+    webhook_port: u16,
+    probe_port: u16,
+    repository: String,
+    /// The webhook configurations and converted CRDs whose CA bundle the manager sets itself
+    /// without cert-manager (`certificates-rbac.yaml`).
+    webhook_configurations: Vec<objects::Configurations>,
+    converted_crds: Vec<&'a str>,
 }
 
-/// The templates written from `static/`, with the install file's names and defaults filled in.
-fn static_templates(
+impl<'a> ChartContext<'a> {
+    fn of(install: &'a Install, defaults: &'a values::Defaults) -> Self {
+        let (webhook_configurations, converted_crds) = objects::self_managed(install);
+        Self {
+            chart: &install.chart,
+            app_version: crate::yaml::scalar(&defaults.tag),
+            namespaced: install.namespaced,
+            deployment: &defaults.deployment,
+            metrics_service: &defaults.metrics_service,
+            webhook_service: &defaults.webhook_service,
+            issuer: &defaults.issuer,
+            metrics_enabled: defaults.metrics,
+            webhook_enabled: defaults.webhook,
+            cert_manager_enabled: defaults.cert_manager,
+            prometheus_enabled: defaults.prometheus,
+            network_policy_enabled: defaults.network_policy,
+            metrics_port: defaults.metrics_port,
+            webhook_port: defaults.webhook_port,
+            probe_port: defaults.probe_port,
+            // A value in a Go string of the manager's template.
+            repository: defaults.repository.chars().filter(|c| *c != '"').collect(),
+            webhook_configurations,
+            converted_crds,
+        }
+    }
+}
+
+/// The chart's own files, from the `helm*` template sets: `helm` always (Chart.yaml and
+/// .helmignore are the user's once written), a NetworkPolicy per kind of traffic, the webhook's
+/// Service and RBAC while the install file serves webhooks, cert-manager's Issuer and a
+/// Certificate per server while it uses cert-manager.
+fn fixed_templates(
     install: &Install,
     defaults: &values::Defaults,
-    fill: &dyn Fn(&str) -> String,
-) -> Vec<(String, String)> {
-    let mut out = vec![
-        (
-            "_helpers.tpl".to_owned(),
-            fill(include_str!("static/_helpers.tpl")),
-        ),
-        (
-            "NOTES.txt".to_owned(),
-            fill(include_str!("static/NOTES.txt")),
-        ),
+    chart_dir: &Path,
+) -> anyhow::Result<Vec<PlannedFile>> {
+    let base = tera::Context::from_serialize(ChartContext::of(install, defaults))?;
+    let chart_dir = chart_dir.to_string_lossy();
+    let paths = [
+        ("chart_dir", chart_dir.as_ref()),
+        ("metrics_service", defaults.metrics_service.as_str()),
+        ("webhook_service", defaults.webhook_service.as_str()),
+        ("issuer", defaults.issuer.as_str()),
     ];
-    let watch = if install.namespaced {
-        "true"
-    } else {
-        "include \"CHART.enabled\" (list .Values.rbac false \"namespaced\")"
+    let fixed = |path: &str| {
+        if path.ends_with("/Chart.yaml") || path.ends_with("/.helmignore") {
+            Policy::KeepExisting
+        } else {
+            Policy::Regenerated
+        }
     };
-    out.push((
-        "manager/manager.yaml".into(),
-        fill(&include_str!("static/manager.yaml").replace("WATCH_NAMESPACE_CONDITION", watch)),
-    ));
-    out.push((
-        format!("metrics/{}.yaml", defaults.metrics_service),
-        fill(include_str!("static/metrics-service.yaml")),
-    ));
-    out.push((
-        "prometheus/monitor.yaml".into(),
-        fill(include_str!("static/monitor.yaml")),
-    ));
-    for (traffic, section, default, port) in [
-        (
-            "metrics",
-            "metrics",
-            defaults.metrics,
-            defaults.metrics_port,
-        ),
-        (
-            "webhook",
-            "webhook",
-            defaults.webhook,
-            defaults.webhook_port,
-        ),
+    let mut out = render_set("helm", &base, &paths, fixed)?;
+    for (traffic, default, port) in [
+        ("metrics", defaults.metrics, defaults.metrics_port),
+        ("webhook", defaults.webhook, defaults.webhook_port),
     ] {
-        if section == "webhook" && !defaults.webhook {
+        if traffic == "webhook" && !defaults.webhook {
             continue;
         }
-        out.push((
-            format!("network-policy/allow-{traffic}-traffic.yaml"),
-            fill(
-                &include_str!("static/network-policy.yaml")
-                    .replace("SECTION_DEFAULT", bool_text(default))
-                    .replace("SECTION", section)
-                    .replace("TRAFFIC", traffic)
-                    .replace("PORT", &port.to_string()),
-            ),
-        ));
+        let mut context = base.clone();
+        context.insert("section", traffic);
+        context.insert("section_default", &default);
+        context.insert("traffic", traffic);
+        context.insert("port", &port);
+        out.extend(render_set(
+            "helm-network-policy",
+            &context,
+            &[&paths[..], &[("traffic", traffic)]].concat(),
+            fixed,
+        )?);
     }
     if defaults.webhook {
-        out.push((
-            format!("webhook/{}.yaml", defaults.webhook_service),
-            fill(include_str!("static/webhook-service.yaml")),
-        ));
-        out.push((
-            "webhook/certificates-rbac.yaml".into(),
-            fill(&objects::self_managed_rbac(install)),
-        ));
+        out.extend(render_set("helm-webhook", &base, &paths, fixed)?);
     }
     if defaults.cert_manager {
-        out.extend(cert_manager_templates(install, defaults, fill));
+        out.extend(render_set("helm-cert-manager", &base, &paths, fixed)?);
+        for (certificate, section, default, service, secret) in [
+            (
+                install.suffix_of("Certificate", "serving-cert", "serving-cert"),
+                "webhook",
+                defaults.webhook,
+                defaults.webhook_service.as_str(),
+                "webhook-server-cert",
+            ),
+            (
+                install.suffix_of("Certificate", "metrics-certs", "metrics-certs"),
+                "metrics",
+                defaults.metrics,
+                defaults.metrics_service.as_str(),
+                "metrics-server-cert",
+            ),
+        ] {
+            if section == "webhook" && !defaults.webhook {
+                continue;
+            }
+            let mut context = base.clone();
+            context.insert("section", section);
+            context.insert("section_default", &default);
+            context.insert("service", service);
+            context.insert("certificate", &certificate);
+            context.insert("secret", secret);
+            out.extend(render_set(
+                "helm-certificate",
+                &context,
+                &[&paths[..], &[("certificate", certificate.as_str())]].concat(),
+                fixed,
+            )?);
+        }
     }
-    out
+    Ok(out)
 }
 
-/// Every template: path under `templates/` and contents.
+/// Every file of the chart but its values: the fixed ones, then a template for each object of
+/// the install file.
 fn templates(
     install: &Install,
     defaults: &values::Defaults,
-) -> anyhow::Result<Vec<(String, String)>> {
-    let chart = install.chart.as_str();
-    let fill = |text: &str| -> String {
-        text.replace("CHART", chart)
-            .replace("DEPLOYMENT_SUFFIX", &defaults.deployment)
-            .replace("METRICS_SERVICE_SUFFIX", &defaults.metrics_service)
-            .replace("WEBHOOK_SERVICE_SUFFIX", &defaults.webhook_service)
-            .replace("ISSUER_SUFFIX", &defaults.issuer)
-            .replace("METRICS_ENABLED", bool_text(defaults.metrics))
-            .replace("WEBHOOK_ENABLED", bool_text(defaults.webhook))
-            .replace("CERT_MANAGER_ENABLED", bool_text(defaults.cert_manager))
-            .replace("PROMETHEUS_ENABLED", bool_text(defaults.prometheus))
-            .replace("NETWORK_POLICY_ENABLED", bool_text(defaults.network_policy))
-            .replace("METRICS_PORT", &defaults.metrics_port.to_string())
-            .replace("WEBHOOK_PORT", &defaults.webhook_port.to_string())
-            .replace("PROBE_PORT", &defaults.probe_port.to_string())
-            .replace("REPOSITORY", &defaults.repository.replace('"', ""))
-    };
-    let mut out = static_templates(install, defaults, &fill);
+    chart_dir: &Path,
+) -> anyhow::Result<Vec<PlannedFile>> {
+    let mut out = fixed_templates(install, defaults, chart_dir)?;
     for object in &install.objects {
-        if let Some((path, text)) = objects::template(install, defaults, object)? {
-            out.push((path, text));
+        if let Some((path, contents)) = objects::template(install, defaults, object)? {
+            out.push(PlannedFile {
+                path: chart_dir.join("templates").join(path),
+                contents,
+                policy: Policy::Regenerated,
+            });
         }
     }
     // Two objects of the install file may map to one file name (a Role and a ClusterRole of
     // one name): the later is numbered.
     let mut seen = BTreeSet::new();
-    for (path, _) in &mut out {
+    for file in &mut out {
+        let path = file.path.to_string_lossy().into_owned();
         let mut candidate = path.clone();
         let mut n = 2;
         while !seen.insert(candidate.clone()) {
             candidate = path.replacen(".yaml", &format!("-{n}.yaml"), 1);
             n += 1;
         }
-        *path = candidate;
+        file.path = PathBuf::from(candidate);
     }
     Ok(out)
-}
-
-fn bool_text(value: bool) -> &'static str {
-    if value { "true" } else { "false" }
 }
 
 /// The project files the plugin changes besides the chart: the Makefile gains the Helm
@@ -705,13 +687,12 @@ pub fn project_files(
     planned: &[PlannedFile],
     reset: bool,
 ) -> anyhow::Result<Vec<PlannedFile>> {
-    let fill = |text: &str| {
-        text.replace(
-            "CHART_DIR",
-            &format!("{}/chart", record.output.trim_end_matches('/')),
-        )
-        .replace("PROJECT_NAME", &project.project_name)
-    };
+    let mut context = tera::Context::new();
+    context.insert(
+        "chart_dir",
+        &Path::new(record.output.trim_end_matches('/')).join("chart"),
+    );
+    context.insert("project_name", &project.project_name);
     let mut files = Vec::new();
     let makefile = match planned.iter().find(|f| f.path == Path::new("Makefile")) {
         Some(file) => Some(file.contents.clone()),
@@ -738,22 +719,21 @@ pub fn project_files(
         if !text.ends_with('\n') {
             text.push('\n');
         }
-        text.push_str(&fill(include_str!("static/Makefile.helm")));
+        for target in render_set("helm-make", &context, &[], |_| Policy::Regenerated)? {
+            text.push_str(&target.contents);
+        }
         files.push(PlannedFile {
             path: "Makefile".into(),
             contents: text,
             policy: Policy::Regenerated,
         });
     }
-    files.push(PlannedFile {
-        path: ".github/workflows/test-chart.yml".into(),
-        contents: fill(include_str!("static/test-chart.yml")),
-        policy: if reset {
-            Policy::Owned
-        } else {
-            Policy::KeepExisting
-        },
-    });
+    let workflow = if reset {
+        Policy::Owned
+    } else {
+        Policy::KeepExisting
+    };
+    files.extend(render_set("helm-project", &context, &[], |_| workflow)?);
     Ok(files)
 }
 
@@ -774,12 +754,12 @@ mod tests {
                 .collect(),
         };
         let defaults = values::Defaults::of(&install).unwrap();
-        let templates = templates(&install, &defaults).unwrap();
+        let templates = templates(&install, &defaults, Path::new("chart")).unwrap();
         let find = |path: &str| {
             templates
                 .iter()
-                .find(|(p, _)| p == path)
-                .map(|(_, text)| text.as_str())
+                .find(|f| f.path == Path::new("chart/templates").join(path))
+                .map(|f| f.contents.as_str())
                 .unwrap_or_else(|| panic!("no {path}"))
         };
         let config_map = find("extra/configmap-settings.yaml");
@@ -802,6 +782,10 @@ mod tests {
             "{helpers}"
         );
         // No webhook in the install file: no webhook templates.
-        assert!(!templates.iter().any(|(p, _)| p.starts_with("webhook/")));
+        assert!(
+            !templates
+                .iter()
+                .any(|f| f.path.starts_with("chart/templates/webhook"))
+        );
     }
 }

@@ -469,50 +469,38 @@ fn replace_key(map: &mut Mapping, key: &str, mark: Value) {
     }
 }
 
-/// RBAC for the certificates the manager makes itself when cert-manager is disabled
-/// (`--webhook-cert-secret`): the Secret in its namespace, and the CA bundles of the release's
-/// webhook configurations and converted CRDs.
-pub fn self_managed_rbac(install: &Install) -> String {
-    let mut patches = String::new();
-    for kind in [
+/// The webhook configurations of one kind whose CA bundle the manager sets itself when
+/// cert-manager is disabled (`--webhook-cert-secret`): the plural of the kind, as RBAC names
+/// it, and the suffix of each.
+#[derive(Debug, serde::Serialize)]
+pub struct Configurations {
+    resource: String,
+    suffixes: Vec<String>,
+}
+
+/// What the RBAC of the certificates the manager makes itself names (`certificates-rbac.yaml`):
+/// the release's webhook configurations, by kind, and the CRDs it converts.
+pub fn self_managed(install: &Install) -> (Vec<Configurations>, Vec<&str>) {
+    let configurations = [
         "MutatingWebhookConfiguration",
         "ValidatingWebhookConfiguration",
-    ] {
-        let names: Vec<String> = install
+    ]
+    .into_iter()
+    .map(|kind| Configurations {
+        resource: format!("{}s", kind.to_lowercase()),
+        suffixes: install
             .of_kind(kind)
             .map(|o| install.suffix(name(o)).to_owned())
-            .collect();
-        if names.is_empty() {
-            continue;
-        }
-        let _ = write!(
-            patches,
-            "- apiGroups:\n  - admissionregistration.k8s.io\n  resources:\n  - {}s\n  resourceNames:\n",
-            kind.to_lowercase()
-        );
-        for suffix in names {
-            let _ = writeln!(patches, "  - {}", resource_name(&suffix));
-        }
-        patches.push_str("  verbs:\n  - patch\n");
-    }
-    let crds: Vec<&str> = install
+            .collect(),
+    })
+    .filter(|configurations| !configurations.suffixes.is_empty())
+    .collect();
+    let crds = install
         .of_kind("CustomResourceDefinition")
         .filter(|o| str_at(o, &["spec", "conversion", "strategy"]) == Some("Webhook"))
         .map(name)
         .collect();
-    if !crds.is_empty() {
-        patches.push_str("- apiGroups:\n  - apiextensions.k8s.io\n  resources:\n  - customresourcedefinitions\n  resourceNames:\n");
-        for crd in crds {
-            let _ = writeln!(patches, "  - {crd}");
-        }
-        patches.push_str("  verbs:\n  - get\n  - patch\n");
-    }
-    include_str!("static/certificates-rbac.yaml")
-        .replace("GENERATED_HEADER", GENERATED)
-        .replace("PATCH_RULES", &patches)
-        .replace("ROLE_NAME", &resource_name("webhook-certs-role"))
-        .replace("BINDING_NAME", &resource_name("webhook-certs-rolebinding"))
-        .replace("SECRET_NAME", &resource_name("webhook-server-cert"))
+    (configurations, crds)
 }
 
 #[cfg(test)]
