@@ -189,7 +189,7 @@ pub fn files(
     }
     let chart = PathBuf::from(&options.output).join("chart");
     let defaults = values::Defaults::of(&install)?;
-    let generated = values::render(&install, &defaults);
+    let (generated, schema) = values::render(&install, &defaults)?;
     // A values.yaml that cannot be read is never replaced, --force or not.
     let existing = tree.read(&chart.join("values.yaml")).map_err(|error| {
         UserError::new(format!(
@@ -224,7 +224,7 @@ pub fn files(
         },
         PlannedFile {
             path: chart.join("values.schema.json"),
-            contents: values::schema(&defaults),
+            contents: schema,
             policy: Policy::Regenerated,
         },
     ];
@@ -780,6 +780,16 @@ mod tests {
         assert!(
             !helpers.contains("CHART") && !helpers.contains("REPOSITORY"),
             "{helpers}"
+        );
+        // No webhook in the install file: values and their schema without the webhook's.
+        let (values, schema) = values::render(&install, &defaults).unwrap();
+        let values: Value = serde_yaml::from_str(&values).unwrap();
+        assert!(values.get("webhook").is_none() && values.get("manager").is_some());
+        let schema: serde_json::Value = serde_json::from_str(&schema).unwrap();
+        assert!(schema["properties"]["webhook"].is_null());
+        assert_eq!(
+            schema["properties"]["metrics"]["properties"]["port"]["maximum"],
+            65535
         );
         // No webhook in the install file: no webhook templates.
         assert!(

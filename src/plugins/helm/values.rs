@@ -2,9 +2,6 @@
 //! `values.schema.json`; and the merge that keeps a user's `values.yaml` on a re-run while
 //! adding the keys it lacks.
 
-use std::fmt::Write as _;
-
-use serde_json::json;
 use serde_yaml::Value;
 
 use super::Install;
@@ -380,23 +377,28 @@ fn split_image(image: &str) -> (String, String) {
     }
 }
 
-/// A value as YAML under `key:`, indented by `indent` spaces.
-fn entry(out: &mut String, indent: usize, key: &str, value: &Value) {
-    let pad = " ".repeat(indent);
-    let empty = match value {
-        Value::Mapping(m) => m.is_empty(),
-        Value::Sequence(s) => s.is_empty(),
-        _ => false,
-    };
-    if empty || !matches!(value, Value::Mapping(_) | Value::Sequence(_)) {
-        let text = crate::yaml::to_string(value).expect("a value serializes");
-        let _ = writeln!(out, "{pad}{key}: {}", text.trim_end());
-        return;
-    }
-    let _ = writeln!(out, "{pad}{key}:");
-    let text = crate::yaml::to_string(value).expect("a value serializes");
-    for line in text.lines() {
-        let _ = writeln!(out, "{pad}  {line}");
+/// A value under `manager:` as the values template writes it (`entry`): its key, and its YAML,
+/// on the key's line when `inline`.
+#[derive(serde::Serialize)]
+struct Entry {
+    key: &'static str,
+    inline: bool,
+    yaml: String,
+}
+
+impl Entry {
+    fn of(key: &'static str, value: &Value) -> Self {
+        let inline = match value {
+            Value::Mapping(m) => m.is_empty(),
+            Value::Sequence(s) => s.is_empty(),
+            _ => true,
+        };
+        let yaml = crate::yaml::to_string(value).expect("a value serializes");
+        Self {
+            key,
+            inline,
+            yaml: yaml.trim_end().to_owned(),
+        }
     }
 }
 
@@ -414,192 +416,93 @@ const EXTRA_KEYS: &[&str] = &[
     "extraVolumeMounts",
 ];
 
-/// The generated `values.yaml`.
-pub fn render(install: &Install, d: &Defaults) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# Values of the {} chart, made by `rsbuilder edit --plugins=helm/v2-alpha` from the\n# kustomize output.",
-        install.chart
-    );
-    out.push_str(
-        "# A re-run keeps your edits here and adds the keys this file lacks. Every value may be\n# removed (`--set key=null`); values.schema.json refuses values of the wrong type.\n\n",
-    );
-    out.push_str("# nameOverride replaces the chart's name in object names and labels;\n# fullnameOverride replaces the whole prefix of object names.\n# nameOverride: \"\"\n# fullnameOverride: \"\"\n\n");
-    out.push_str("# The manager Deployment.\nmanager:\n");
-    out.push_str(
-        "  # false leaves the manager out, e.g. to install the CRDs alone.\n  enabled: true\n",
-    );
-    let _ = writeln!(out, "  replicas: {}", d.replicas);
-    out.push_str("  image:\n");
-    let _ = writeln!(
-        out,
-        "    repository: {}",
-        crate::yaml::scalar(&d.repository)
-    );
-    out.push_str("    # Removed, the tag is the chart's appVersion.\n");
-    let _ = writeln!(out, "    tag: {}", crate::yaml::scalar(&d.tag));
-    let _ = writeln!(out, "    pullPolicy: {}", d.pull_policy);
-    out.push_str("  # Arguments after those the chart sets from metrics, webhook and healthProbe; each is\n  # rendered with `tpl`.\n");
-    entry(
-        &mut out,
-        2,
-        "args",
-        &Value::Sequence(d.args.iter().cloned().map(Value::String).collect()),
-    );
-    out.push_str("  # Environment variables, after POD_NAME, POD_NAMESPACE and WATCH_NAMESPACE.\n");
-    entry(&mut out, 2, "env", &Value::Sequence(d.env.clone()));
-    out.push_str("  # NAME: value pairs that replace or add to env (--set manager.envOverrides.NAME=value).\n  envOverrides: {}\n");
-    out.push_str("  # The manager serves /healthz and /readyz on this port.\n  healthProbe:\n");
-    let _ = writeln!(out, "    port: {}", d.probe_port);
-    entry(&mut out, 2, "podSecurityContext", &d.pod_security_context);
-    entry(&mut out, 2, "securityContext", &d.security_context);
-    entry(&mut out, 2, "resources", &d.resources);
-    entry(&mut out, 2, "affinity", &d.affinity);
-    entry(&mut out, 2, "nodeSelector", &d.node_selector);
-    entry(&mut out, 2, "tolerations", &d.tolerations);
+/// The generated `values.yaml` and `values.schema.json`, from the `helm-values` templates.
+pub fn render(install: &Install, d: &Defaults) -> anyhow::Result<(String, String)> {
+    let mut entries = vec![
+        Entry::of("podSecurityContext", &d.pod_security_context),
+        Entry::of("securityContext", &d.security_context),
+        Entry::of("resources", &d.resources),
+        Entry::of("affinity", &d.affinity),
+        Entry::of("nodeSelector", &d.node_selector),
+        Entry::of("tolerations", &d.tolerations),
+    ];
     if let Some(grace) = d.termination_grace {
-        let _ = writeln!(out, "  terminationGracePeriodSeconds: {grace}");
+        entries.push(Entry::of(
+            "terminationGracePeriodSeconds",
+            &Value::Number(grace.into()),
+        ));
     }
-    for (key, value) in &d.manager_extras {
-        entry(&mut out, 2, key, value);
-    }
+    entries.extend(
+        d.manager_extras
+            .iter()
+            .map(|(key, value)| Entry::of(key, value)),
+    );
+    let mut context = tera::Context::new();
+    context.insert("chart", &install.chart);
+    context.insert("replicas", &d.replicas);
+    context.insert("repository", &crate::yaml::scalar(&d.repository));
+    context.insert("tag", &crate::yaml::scalar(&d.tag));
+    context.insert("pull_policy", &d.pull_policy);
+    context.insert(
+        "args",
+        &Entry::of(
+            "args",
+            &Value::Sequence(d.args.iter().cloned().map(Value::String).collect()),
+        ),
+    );
+    context.insert("env", &Entry::of("env", &Value::Sequence(d.env.clone())));
+    context.insert("probe_port", &d.probe_port);
+    context.insert("entries", &entries);
+    context.insert("also_read", &also_read(d));
+    context.insert("namespaced", &d.namespaced);
+    context.insert("metrics", &d.metrics);
+    context.insert("metrics_port", &d.metrics_port);
+    context.insert("secure", &d.secure);
+    context.insert("webhook", &d.webhook);
+    context.insert("webhook_port", &d.webhook_port);
+    context.insert("cert_manager", &d.cert_manager);
+    context.insert("prometheus", &d.prometheus);
+    context.insert("network_policy", &d.network_policy);
+    let rendered = crate::scaffold::render_set("helm-values", &context, &[], |_| {
+        crate::scaffold::Policy::Regenerated
+    })?;
+    let file = |name: &str| {
+        rendered
+            .iter()
+            .find(|file| file.path == std::path::Path::new(name))
+            .map(|file| file.contents.clone())
+            .expect("the helm-values set holds values.yaml and values.schema.json")
+    };
+    Ok((file("values.yaml"), file("values.schema.json")))
+}
+
+/// The comment that names the keys under `manager:` the template reads though the install
+/// file leaves them unset, in lines of at most 92 characters, each after `  #`.
+fn also_read(d: &Defaults) -> Vec<String> {
     let unset: Vec<&str> = EXTRA_KEYS
         .iter()
         .copied()
         .filter(|key| !d.manager_extras.iter().any(|(set, _)| set == key))
+        .flat_map(|key| match key {
+            "pod" => vec!["pod.labels", "pod.annotations"],
+            key => vec![key],
+        })
         .collect();
-    if !unset.is_empty() {
-        let mut comment = String::from("  # Also read when set:");
-        let mut width = comment.len();
-        let unset: Vec<&str> = unset
-            .into_iter()
-            .flat_map(|key| match key {
-                "pod" => vec!["pod.labels", "pod.annotations"],
-                key => vec![key],
-            })
-            .collect();
-        for (index, key) in unset.iter().enumerate() {
-            let word = if index + 1 == unset.len() {
-                format!(" {key}.")
-            } else {
-                format!(" {key},")
-            };
-            if width + word.len() > 92 {
-                comment.push_str("\n  #");
-                width = 3;
-            }
-            width += word.len();
-            comment.push_str(&word);
+    if unset.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![String::from(" Also read when set:")];
+    for (index, key) in unset.iter().enumerate() {
+        let end = if index + 1 == unset.len() { '.' } else { ',' };
+        let word = format!(" {key}{end}");
+        let line = lines.last_mut().expect("a line");
+        if "  #".len() + line.len() + word.len() > 92 {
+            lines.push(word);
+        } else {
+            line.push_str(&word);
         }
-        out.push_str(&comment);
-        out.push('\n');
     }
-    out.push('\n');
-    out.push_str("# The manager's RBAC.\nrbac:\n  # true: a Role and RoleBinding in the release's namespace; false: a ClusterRole and\n  # ClusterRoleBinding.");
-    if d.namespaced {
-        out.push_str(" The manager watches only the release's namespace either way.\n");
-    } else {
-        out.push_str(" true also limits the manager to the release's namespace.\n");
-    }
-    let _ = writeln!(out, "  namespaced: {}", d.namespaced);
-    out.push_str("  # The admin, editor and viewer roles of each kind, for the cluster's users.\n  helpers:\n    enabled: false\n\n");
-    out.push_str("# The manager's ServiceAccount. With enabled: false, name one that exists (default: the\n# namespace's own).\nserviceAccount:\n  enabled: true\n  # name: default\n\n");
-    out.push_str("# The CRDs: installed with the chart, and kept by `helm uninstall` while keep is true.\ncrd:\n  enabled: true\n  keep: true\n\n");
-    out.push_str("# The /metrics endpoint: HTTPS with authentication and authorization (secure), or HTTP.\nmetrics:\n");
-    let _ = writeln!(
-        out,
-        "  enabled: {}\n  port: {}\n  secure: {}\n",
-        d.metrics, d.metrics_port, d.secure
-    );
-    if d.webhook {
-        out.push_str("# cert-manager issues the webhook (and metrics) certificates. With enabled: false the\n# manager makes its own webhook certificate and keeps it in a Secret.\ncertManager:\n");
-        let _ = writeln!(out, "  enabled: {}\n", d.cert_manager);
-        out.push_str("# The webhook server.\nwebhook:\n");
-        let _ = writeln!(out, "  enabled: true\n  port: {}\n", d.webhook_port);
-    } else {
-        out.push_str("# cert-manager issues the metrics certificate.\ncertManager:\n");
-        let _ = writeln!(out, "  enabled: {}\n", d.cert_manager);
-    }
-    let _ = writeln!(
-        out,
-        "# A ServiceMonitor of the metrics, for the Prometheus operator.\nprometheus:\n  enabled: {}\n",
-        d.prometheus
-    );
-    let _ = writeln!(
-        out,
-        "# NetworkPolicies that let only namespaces labelled metrics=enabled (webhook=enabled)\n# reach the manager.\nnetworkPolicy:\n  enabled: {}",
-        d.network_policy
-    );
-    out
-}
-
-/// `values.schema.json`: the types of every value; removed values pass.
-pub fn schema(d: &Defaults) -> String {
-    let object = json!({"type": "object"});
-    let boolean = json!({"type": "boolean"});
-    let port = json!({"type": "integer", "minimum": 1, "maximum": 65535});
-    let section = |properties: serde_json::Value| json!({"type": "object", "additionalProperties": false, "properties": properties});
-    let mut properties = json!({
-        "global": object,
-        "nameOverride": {"type": "string"},
-        "fullnameOverride": {"type": "string"},
-        "manager": section(json!({
-            "enabled": boolean,
-            "replicas": {"type": "integer", "minimum": 0},
-            "image": section(json!({
-                "repository": {"type": "string", "minLength": 1},
-                "tag": {"type": ["string", "number"]},
-                "pullPolicy": {"enum": ["Always", "IfNotPresent", "Never"]},
-            })),
-            "args": {"type": "array", "items": {"type": "string"}},
-            "env": {"type": "array", "items": {"type": "object", "required": ["name"]}},
-            "envOverrides": {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]}},
-            "healthProbe": section(json!({"port": port})),
-            "podSecurityContext": object,
-            "securityContext": object,
-            "resources": object,
-            "affinity": object,
-            "nodeSelector": {"type": "object", "additionalProperties": {"type": "string"}},
-            "tolerations": {"type": "array"},
-            "terminationGracePeriodSeconds": {"type": "integer", "minimum": 0},
-            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-            "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
-            "pod": section(json!({
-                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-                "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
-            })),
-            "imagePullSecrets": {"type": "array"},
-            "strategy": object,
-            "priorityClassName": {"type": "string"},
-            "topologySpreadConstraints": {"type": "array"},
-            "extraVolumes": {"type": "array"},
-            "extraVolumeMounts": {"type": "array"},
-        })),
-        "rbac": section(json!({
-            "namespaced": boolean,
-            "helpers": section(json!({"enabled": boolean})),
-        })),
-        "serviceAccount": section(json!({"enabled": boolean, "name": {"type": "string"}})),
-        "crd": section(json!({"enabled": boolean, "keep": boolean})),
-        "metrics": section(json!({"enabled": boolean, "port": port, "secure": boolean})),
-        "certManager": section(json!({"enabled": boolean})),
-        "prometheus": section(json!({"enabled": boolean})),
-        "networkPolicy": section(json!({"enabled": boolean})),
-    });
-    if d.webhook {
-        properties["webhook"] = section(json!({"enabled": boolean, "port": port}));
-    }
-    let schema = json!({
-        "$schema": "https://json-schema.org/draft-07/schema#",
-        "title": "Values",
-        "type": "object",
-        "additionalProperties": false,
-        "properties": properties,
-    });
-    let mut text = serde_json::to_string_pretty(&schema).expect("the schema serializes");
-    text.push('\n');
-    text
+    lines
 }
 
 /// The user's `values.yaml` with the keys of `generated` it lacks, at the first two levels,
@@ -720,7 +623,6 @@ fn insert_in_section(text: &str, key: &str, lines: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
     #[test]
     fn images_split_into_repository_and_tag() {
         assert_eq!(
