@@ -425,25 +425,9 @@ fn check_resources(resources: &[Resource], domain: &str) -> Option<String> {
     None
 }
 
-fn parse(text: &str) -> anyhow::Result<Project> {
-    let stored: Stored = serde_yaml::from_str(text).map_err(|error| {
-        UserError::new(format!("PROJECT is not valid: {error}"))
-            .help("restore it from version control; rsbuilder reads it on every command")
-    })?;
-    if stored.version != "3" || !stored.layout.iter().any(|layout| layout == LAYOUT) {
-        return Err(UserError::new(format!(
-            "PROJECT has version `{}` and layout {:?}; rsbuilder reads version `3` with layout `{LAYOUT}`",
-            stored.version, stored.layout
-        ))
-        .help("this project was not scaffolded by rsbuilder")
-        .into());
-    }
-    // A hand-edited value would reach generated code and file names: check it again.
-    if let Some(error) = check_resources(&stored.resources, &stored.domain) {
-        return Err(UserError::new(format!("PROJECT is not valid: {error}"))
-            .help("correct the resource in PROJECT, or restore the file from version control")
-            .into());
-    }
+/// Checks the values of PROJECT that reach names and paths: the domain, the project's name,
+/// `cliVersion`, the controllers' names and the Helm chart's paths.
+fn check_values(stored: &Stored) -> anyhow::Result<()> {
     let controller_names = stored
         .resources
         .iter()
@@ -474,6 +458,29 @@ fn parse(text: &str) -> anyhow::Result<Project> {
             .help("correct the value in PROJECT, or restore the file from version control")
             .into());
     }
+    Ok(())
+}
+
+fn parse(text: &str) -> anyhow::Result<Project> {
+    let stored: Stored = serde_yaml::from_str(text).map_err(|error| {
+        UserError::new(format!("PROJECT is not valid: {error}"))
+            .help("restore it from version control; rsbuilder reads it on every command")
+    })?;
+    if stored.version != "3" || !stored.layout.iter().any(|layout| layout == LAYOUT) {
+        return Err(UserError::new(format!(
+            "PROJECT has version `{}` and layout {:?}; rsbuilder reads version `3` with layout `{LAYOUT}`",
+            stored.version, stored.layout
+        ))
+        .help("this project was not scaffolded by rsbuilder")
+        .into());
+    }
+    // A hand-edited value would reach generated code and file names: check it again.
+    if let Some(error) = check_resources(&stored.resources, &stored.domain) {
+        return Err(UserError::new(format!("PROJECT is not valid: {error}"))
+            .help("correct the resource in PROJECT, or restore the file from version control")
+            .into());
+    }
+    check_values(&stored)?;
     let plugin = stored.plugins.get(LAYOUT);
     Ok(Project {
         autoupdate: stored.plugins.contains_key(AUTOUPDATE),

@@ -53,30 +53,7 @@ pub fn insert(
         "\n"
     };
     let lines: Vec<&str> = content.split_inclusive('\n').collect();
-    // A marker `<name>.<part>` orders one kind of fragment among others at `<name>`; a file
-    // written before it had its own marker takes the fragment at `<name>`.
-    let fallback = name
-        .split_once('.')
-        .and_then(|(base, _)| marker_line(path, base));
-    let found = lines
-        .iter()
-        .position(|line| line.trim() == marker)
-        .or_else(|| {
-            let fallback = fallback.as_deref()?;
-            lines.iter().position(|line| line.trim() == fallback)
-        });
-    let Some(at) = found else {
-        return Err(UserError::new(format!(
-            "marker `{marker}` not found in `{}`",
-            path.display()
-        ))
-        .help(format!(
-            "put the line `{marker}` back where rsbuilder should add code, then run the command again; \
-             a project made by an older rsbuilder may never have had it: `rsbuilder alpha update` \
-             merges this rsbuilder's scaffold, with the line, into the project"
-        )));
-    };
-
+    let at = marker_at(path, &lines, name, &marker)?;
     let indent: String = lines[at]
         .chars()
         .take_while(|c| c.is_whitespace())
@@ -126,6 +103,33 @@ pub fn insert(
         out.push_str(line);
     }
     Ok(Some(out))
+}
+
+/// The line of the marker `name` (written `marker`) in `lines`. A marker `<name>.<part>` orders
+/// one kind of fragment among others at `<name>`; a file written before it had its own marker
+/// takes the fragment at `<name>`.
+fn marker_at(path: &Path, lines: &[&str], name: &str, marker: &str) -> Result<usize, UserError> {
+    let fallback = name
+        .split_once('.')
+        .and_then(|(base, _)| marker_line(path, base));
+    let found = lines
+        .iter()
+        .position(|line| line.trim() == marker)
+        .or_else(|| {
+            let fallback = fallback.as_deref()?;
+            lines.iter().position(|line| line.trim() == fallback)
+        });
+    found.ok_or_else(|| {
+        UserError::new(format!(
+            "marker `{marker}` not found in `{}`",
+            path.display()
+        ))
+        .help(format!(
+            "put the line `{marker}` back where rsbuilder should add code, then run the command again; \
+             a project made by an older rsbuilder may never have had it: `rsbuilder alpha update` \
+             merges this rsbuilder's scaffold, with the line, into the project"
+        ))
+    })
 }
 
 /// Whether `lines` (a file's, with their line endings) hold every line of `fragment` that is not

@@ -1,6 +1,7 @@
 //! Integration tests: the real `rsbuilder` binary, run in temporary directories.
 
 mod alpha;
+mod architecture;
 mod cli;
 mod crash;
 mod create_api;

@@ -11,22 +11,7 @@ pub(super) const BUILTIN_SHORT_NAMES: &[&str] = &[
 
 pub(super) fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result<Request> {
     let args = &with_recorded(args, project);
-    names::validate_group(&args.group, &project.domain)?;
-    names::validate_version(&args.version)?;
-    names::validate_kind(&args.kind)?;
-    if let Some(plural) = &args.plural {
-        names::validate_plural(plural)?;
-    }
-    if let Some(name) = &args.controller_name {
-        names::validate_controller_name(name)?;
-        if args.controller == Some(false) {
-            return Err(UserError::new(format!(
-                "--controller-name {name} names a controller, but --controller=false scaffolds none"
-            ))
-            .help("drop --controller=false, or drop --controller-name")
-            .into());
-        }
-    }
+    validate_names(args, project)?;
     let image = deploy_image::resolve(args)?;
     refuse_flags_that_disagree(args)?;
     if image.is_none()
@@ -34,24 +19,7 @@ pub(super) fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result
     {
         return Ok(request);
     }
-    if args.resource != Some(false)
-        && let Ok(Some(kind)) = names::builtin(&args.group, &args.version, &args.kind)
-    {
-        ui::warn(
-            &format!(
-                "{} is one of Kubernetes' own kinds ({}/{}): this scaffolds a new CRD of that name in the group {}.{}, not a controller for Kubernetes' {}",
-                kind.kind,
-                names::group_shown(kind.group),
-                kind.version,
-                args.group,
-                project.domain,
-                kind.kind
-            ),
-            Some(
-                "for a controller of Kubernetes' kind, run the command again with --resource=false",
-            ),
-        );
-    }
+    warn_of_a_kubernetes_kind(args, project);
 
     let family = Family::of(args, project);
     let (namespaced, plural) = inherit_scope_and_plural(args, project, &family)?;
@@ -97,6 +65,51 @@ pub(super) fn resolve(args: &CreateApiArgs, project: &Project) -> anyhow::Result
         controller_name: args.controller_name.clone(),
         ssa: args.ssa == Some(true),
     })
+}
+
+/// Checks the names the flags give: the group, version and kind, the plural, and the
+/// controller's name, which needs a controller.
+fn validate_names(args: &CreateApiArgs, project: &Project) -> anyhow::Result<()> {
+    names::validate_group(&args.group, &project.domain)?;
+    names::validate_version(&args.version)?;
+    names::validate_kind(&args.kind)?;
+    if let Some(plural) = &args.plural {
+        names::validate_plural(plural)?;
+    }
+    if let Some(name) = &args.controller_name {
+        names::validate_controller_name(name)?;
+        if args.controller == Some(false) {
+            return Err(UserError::new(format!(
+                "--controller-name {name} names a controller, but --controller=false scaffolds none"
+            ))
+            .help("drop --controller=false, or drop --controller-name")
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Warns that a kind named as one of Kubernetes' own becomes a CRD of the project's group, not
+/// a controller of Kubernetes' kind (which `--resource=false` makes).
+fn warn_of_a_kubernetes_kind(args: &CreateApiArgs, project: &Project) {
+    if args.resource != Some(false)
+        && let Ok(Some(kind)) = names::builtin(&args.group, &args.version, &args.kind)
+    {
+        ui::warn(
+            &format!(
+                "{} is one of Kubernetes' own kinds ({}/{}): this scaffolds a new CRD of that name in the group {}.{}, not a controller for Kubernetes' {}",
+                kind.kind,
+                names::group_shown(kind.group),
+                kind.version,
+                args.group,
+                project.domain,
+                kind.kind
+            ),
+            Some(
+                "for a controller of Kubernetes' kind, run the command again with --resource=false",
+            ),
+        );
+    }
 }
 
 /// With `--force`, a kind scaffolded again keeps what PROJECT recorded of it unless a flag

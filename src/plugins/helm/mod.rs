@@ -12,6 +12,7 @@
 //! edits while adding the keys it lacks (`values::merge`).
 
 mod fields;
+mod fresh;
 mod objects;
 mod values;
 
@@ -133,7 +134,7 @@ pub struct Options {
     /// Replace `values.yaml` with the generated one, dropping the user's edits
     /// (`--reset-values`; `--force` keeps them).
     pub reset_values: bool,
-    /// Refuse an install file older than `config/` ([`check_fresh`]). `alpha generate` makes
+    /// Refuse an install file older than `config/` (`fresh::check`). `alpha generate` makes
     /// the chart from the user's install file in a tree whose `config/` is the scaffold's.
     pub check_fresh: bool,
 }
@@ -185,7 +186,7 @@ pub fn files(
     // Another install file may come from another overlay: only `make build-installer`'s is
     // held to config/.
     if options.check_fresh && options.manifests == DEFAULT_MANIFESTS {
-        check_fresh(tree, &install, &options.manifests)?;
+        fresh::check(tree, &install, &options.manifests)?;
     }
     let chart = PathBuf::from(&options.output).join("chart");
     let defaults = values::Defaults::of(&install)?;
@@ -312,150 +313,6 @@ fn read(
 }
 
 use serde::Deserialize as _;
-
-/// Refuses an install file older than the `config/` it was built from (`make build-installer`
-/// not run since): one that lacks a CRD `config/crd/kustomization.yaml` lists or one of its
-/// versions, a rule of the manager's role in `config/rbac/role.yaml` (its `resourceNames`
-/// aside, which kustomize may rewrite), or a webhook of `config/webhook/manifests.yaml`. The
-/// chart would lack them without a word.
-fn check_fresh(tree: &dyn Tree, install: &Install, manifests: &str) -> anyhow::Result<()> {
-    let stale = |what: String| -> anyhow::Error {
-        UserError::new(format!("`{manifests}` is older than config/: {what}"))
-            .help("write it again with `make build-installer`, then run this command again")
-            .into()
-    };
-    let documents = |relative: &str| -> anyhow::Result<Vec<Value>> {
-        match tree.read(Path::new(relative)) {
-            Ok(Some(text)) => parse_documents(&text, relative),
-            Ok(None) => Ok(Vec::new()),
-            Err(error) => Err(
-                UserError::new(format!("failed to read `{relative}`: {error:#}"))
-                    .help("make it a readable UTF-8 file")
-                    .into(),
-            ),
-        }
-    };
-    let version_names = |crd: &Value| -> Vec<String> {
-        fields::at(crd, &["spec", "versions"])
-            .and_then(Value::as_sequence)
-            .map(|versions| {
-                versions
-                    .iter()
-                    .filter_map(|v| fields::str_at(v, &["name"]).map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    // The CRDs the kustomization installs, by file: `bases/<file>` entries of its resources.
-    let kustomization: Value = match tree.read(Path::new("config/crd/kustomization.yaml")) {
-        Ok(Some(text)) => serde_yaml::from_str(&text).unwrap_or_default(),
-        _ => Value::Null,
-    };
-    let bases: Vec<String> = kustomization
-        .get("resources")
-        .and_then(Value::as_sequence)
-        .map(|resources| {
-            resources
-                .iter()
-                .filter_map(Value::as_str)
-                .filter(|r| r.starts_with("bases/") && !r.contains(".."))
-                .map(|r| format!("config/crd/{r}"))
-                .collect()
-        })
-        .unwrap_or_default();
-    for base in bases {
-        for crd in documents(&base)? {
-            let name = fields::name(&crd);
-            let Some(installed) = install
-                .of_kind("CustomResourceDefinition")
-                .find(|c| fields::name(c) == name)
-            else {
-                return Err(stale(format!(
-                    "it has no CustomResourceDefinition `{name}`, which {base} holds"
-                )));
-            };
-            let (want, have) = (version_names(&crd), version_names(installed));
-            if let Some(missing) = want.iter().find(|v| !have.contains(v)) {
-                return Err(stale(format!(
-                    "its CustomResourceDefinition `{name}` has no version {missing}, which {base} has"
-                )));
-            }
-        }
-    }
-    let rules = |object: &Value| -> Vec<Value> {
-        fields::at(object, &["rules"])
-            .and_then(Value::as_sequence)
-            .map(|rules| {
-                rules
-                    .iter()
-                    .map(|rule| {
-                        let mut rule = rule.clone();
-                        if let Some(rule) = rule.as_mapping_mut() {
-                            rule.remove("resourceNames");
-                        }
-                        rule
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    for role in documents("config/rbac/role.yaml")? {
-        let kind = fields::kind(&role);
-        let Some(installed) = install
-            .of_kind(kind)
-            .find(|r| install.suffix(fields::name(r)) == fields::name(&role))
-        else {
-            return Err(stale(format!(
-                "it has no {kind} `{}`, which config/rbac/role.yaml holds",
-                fields::name(&role)
-            )));
-        };
-        let have = rules(installed);
-        if let Some(missing) = rules(&role).into_iter().find(|r| !have.contains(r)) {
-            let resources = fields::at(&missing, &["resources"])
-                .and_then(Value::as_sequence)
-                .map(|r| {
-                    r.iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
-                .unwrap_or_default();
-            return Err(stale(format!(
-                "its {kind} `{}` lacks the rule of config/rbac/role.yaml on {}",
-                fields::name(installed),
-                if resources.is_empty() {
-                    "its non-resource URLs".to_owned()
-                } else {
-                    resources
-                }
-            )));
-        }
-    }
-    for configuration in documents("config/webhook/manifests.yaml")? {
-        let kind = fields::kind(&configuration);
-        let names = |object: &Value| -> Vec<String> {
-            fields::at(object, &["webhooks"])
-                .and_then(Value::as_sequence)
-                .map(|w| {
-                    w.iter()
-                        .filter_map(|w| fields::str_at(w, &["name"]).map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let have: Vec<String> = install.of_kind(kind).flat_map(names).collect();
-        if let Some(missing) = names(&configuration)
-            .into_iter()
-            .find(|w| !have.contains(w))
-        {
-            return Err(stale(format!(
-                "it has no {kind} webhook `{missing}`, which config/webhook/manifests.yaml holds"
-            )));
-        }
-    }
-    Ok(())
-}
 
 /// The templates a chart of an earlier run holds that this run does not write: every file under
 /// `chart/templates/` that begins with the plugin's mark (the user's own templates never do).

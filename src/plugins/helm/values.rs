@@ -98,24 +98,9 @@ impl Defaults {
                     .collect()
             })
             .unwrap_or_default();
-        let arg = |flag: &str| -> Option<&str> {
-            args.iter()
-                .find_map(|a| a.strip_prefix(flag).and_then(|rest| rest.strip_prefix('=')))
-        };
-        let port_of = |address: Option<&str>| -> Option<u16> {
-            address
-                .and_then(|a| a.rsplit(':').next())
-                .and_then(|p| p.parse().ok())
-        };
-        let metrics_service = install.suffix_of(
-            "Service",
-            "metrics-service",
-            "controller-manager-metrics-service",
-        );
-        let has_metrics_service = install
-            .of_kind("Service")
-            .any(|s| install.suffix(fields::name(s)) == metrics_service);
-        let metrics_port = port_of(arg("--metrics-bind-address")).unwrap_or(0);
+        let arg = |flag: &str| arg(&args, flag);
+        let (metrics_service, metrics_port, has_metrics_service) = metrics(install, &args);
+        let (webhook_port, probe_port) = (webhook_port(&args, &container), probe_port(&args));
         let (repository, tag) =
             split_image(str_at(&container, &["image"]).unwrap_or("controller:latest"));
         let (roles, bindings) = (
@@ -133,26 +118,15 @@ impl Defaults {
                 "manager-rolebinding",
                 "manager-rolebinding",
             ),
-            metrics: has_metrics_service && metrics_port != 0,
+            metrics: has_metrics_service && metrics_port.is_some(),
             secure: arg("--metrics-secure") != Some("false"),
             webhook: serves_webhooks(install),
             cert_manager: install.objects.iter().any(|o| {
                 str_at(o, &["apiVersion"]).is_some_and(|v| v.starts_with("cert-manager.io/"))
             }),
-            metrics_port: if metrics_port == 0 {
-                8443
-            } else {
-                metrics_port
-            },
-            // The manager listens where --webhook-port says; the container port only names it.
-            webhook_port: port_of(
-                arg("--webhook-port")
-                    .map(|port| format!(":{port}"))
-                    .as_deref(),
-            )
-            .or_else(|| container_port(&container, "webhook-server"))
-            .unwrap_or(9443),
-            probe_port: port_of(arg("--health-probe-bind-address")).unwrap_or(8081),
+            metrics_port: metrics_port.unwrap_or(8443),
+            webhook_port,
+            probe_port,
             repository,
             tag,
             pull_policy: str_at(&container, &["imagePullPolicy"])
@@ -163,11 +137,7 @@ impl Defaults {
                 .unwrap_or(1),
             args: args
                 .iter()
-                .filter(|a| {
-                    !TEMPLATE_ARGS
-                        .iter()
-                        .any(|flag| a.split('=').next() == Some(flag))
-                })
+                .filter(|a| !TEMPLATE_ARGS.contains(&a.split('=').next().unwrap_or_default()))
                 .cloned()
                 .collect(),
             env: own_env(&container),
@@ -188,6 +158,47 @@ impl Defaults {
     }
 }
 
+/// The suffix of the metrics Service, the port `--metrics-bind-address` names (`None` without
+/// one, or for 0), and whether the install file has the Service.
+fn metrics(install: &Install, args: &[String]) -> (String, Option<u16>, bool) {
+    let service = install.suffix_of(
+        "Service",
+        "metrics-service",
+        "controller-manager-metrics-service",
+    );
+    let has_service = install
+        .of_kind("Service")
+        .any(|s| install.suffix(fields::name(s)) == service);
+    let port = port_of(arg(args, "--metrics-bind-address")).filter(|port| *port != 0);
+    (service, port, has_service)
+}
+
+/// The value of `--flag=value` among the manager's `args`.
+fn arg<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    args.iter()
+        .find_map(|a| a.strip_prefix(flag).and_then(|rest| rest.strip_prefix('=')))
+}
+
+/// The port of an address `host:port` (`:8443`).
+fn port_of(address: Option<&str>) -> Option<u16> {
+    address
+        .and_then(|a| a.rsplit(':').next())
+        .and_then(|p| p.parse().ok())
+}
+
+/// The webhook server's port: where `--webhook-port` says (the container port only names it),
+/// else the container port `webhook-server`, else 9443.
+fn webhook_port(args: &[String], container: &Value) -> u16 {
+    port_of(arg(args, "--webhook-port"))
+        .or_else(|| container_port(container, "webhook-server"))
+        .unwrap_or(9443)
+}
+
+/// The health probes' port, from `--health-probe-bind-address`; 8081 by default.
+fn probe_port(args: &[String]) -> u16 {
+    port_of(arg(args, "--health-probe-bind-address")).unwrap_or(8081)
+}
+
 /// What install.yaml sets on the manager that the template writes only from values: the
 /// Deployment's own labels and annotations, the pod's, its pull secrets, priority class,
 /// strategy, spread constraints, and the volumes and mounts but the certificates'.
@@ -196,28 +207,6 @@ fn manager_extras(
     pod: &Value,
     container: &Value,
 ) -> Vec<(&'static str, Value)> {
-    let without = |value: Option<&Value>, keys: &[&str]| -> Value {
-        let mut map = value
-            .and_then(Value::as_mapping)
-            .cloned()
-            .unwrap_or_default();
-        map.retain(|key, _| !key.as_str().is_some_and(|key| keys.contains(&key)));
-        Value::Mapping(map)
-    };
-    let named = |value: Option<&Value>| -> Value {
-        let items = value
-            .and_then(Value::as_sequence)
-            .cloned()
-            .unwrap_or_default();
-        Value::Sequence(
-            items
-                .into_iter()
-                .filter(|item| {
-                    !TEMPLATE_VOLUMES.contains(&str_at(item, &["name"]).unwrap_or_default())
-                })
-                .collect(),
-        )
-    };
     let template = at(deployment, &["spec", "template", "metadata"]);
     let mut pod_metadata = serde_yaml::Mapping::new();
     for (key, value) in [
@@ -267,13 +256,40 @@ fn manager_extras(
                 .cloned()
                 .unwrap_or_default(),
         ),
-        ("extraVolumes", named(pod.get("volumes"))),
-        ("extraVolumeMounts", named(container.get("volumeMounts"))),
+        ("extraVolumes", without_certificates(pod.get("volumes"))),
+        (
+            "extraVolumeMounts",
+            without_certificates(container.get("volumeMounts")),
+        ),
     ];
     extras
         .into_iter()
         .filter(|(_, value)| !is_empty(value))
         .collect()
+}
+
+/// The mapping `value` without `keys`.
+fn without(value: Option<&Value>, keys: &[&str]) -> Value {
+    let mut map = value
+        .and_then(Value::as_mapping)
+        .cloned()
+        .unwrap_or_default();
+    map.retain(|key, _| !key.as_str().is_some_and(|key| keys.contains(&key)));
+    Value::Mapping(map)
+}
+
+/// The sequence `value` without the items named as the template's own volumes.
+fn without_certificates(value: Option<&Value>) -> Value {
+    let items = value
+        .and_then(Value::as_sequence)
+        .cloned()
+        .unwrap_or_default();
+    Value::Sequence(
+        items
+            .into_iter()
+            .filter(|item| !TEMPLATE_VOLUMES.contains(&str_at(item, &["name"]).unwrap_or_default()))
+            .collect(),
+    )
 }
 
 /// Null, an empty string, mapping or sequence.
