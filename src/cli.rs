@@ -63,32 +63,40 @@ pub enum Command {
 pub enum AlphaCommand {
     /// Scaffold the project again from its PROJECT file with this rsbuilder: `init`, every
     /// `create api` and `create webhook` it records, into a new tree
-    Generate {
-        /// Where the new tree goes: a new or empty directory [default: in place of the
-        /// project's files, with --force]
-        #[arg(long)]
-        output_dir: Option<std::path::PathBuf>,
-        /// Without --output-dir: replace every file of the project but .git with the new tree
-        #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
-        force: bool,
-        /// Print the commands it would run, and run none
-        #[arg(long)]
-        dry_run: bool,
-    },
+    Generate(AlphaGenerateArgs),
     /// Bring the project up to this rsbuilder: a three-way merge of the scaffold of the
     /// rsbuilder recorded in PROJECT, your project, and this rsbuilder's scaffold, on a branch
-    Update {
-        /// The rsbuilder that made the project [default: installs PROJECT's cliVersion into
-        /// bin/ as `make rsbuilder` does, from RSBUILDER_INSTALL]
-        #[arg(long)]
-        from_binary: Option<std::path::PathBuf>,
-        /// Write the merge into the work tree on the current branch, conflict markers and all
-        #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
-        force: bool,
-        /// List what the merge would change, and write nothing
-        #[arg(long)]
-        dry_run: bool,
-    },
+    Update(AlphaUpdateArgs),
+}
+
+/// Flags of `rsbuilder alpha generate`.
+#[derive(Debug, Args)]
+pub struct AlphaGenerateArgs {
+    /// Where the new tree goes: a new or empty directory [default: in place of the
+    /// project's files, with --force]
+    #[arg(long)]
+    pub output_dir: Option<std::path::PathBuf>,
+    /// Without --output-dir: replace every file of the project but .git with the new tree
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub force: bool,
+    /// Print the commands it would run, and run none
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Flags of `rsbuilder alpha update`.
+#[derive(Debug, Args)]
+pub struct AlphaUpdateArgs {
+    /// The rsbuilder that made the project [default: installs PROJECT's cliVersion into
+    /// bin/ as `make rsbuilder` does, from RSBUILDER_INSTALL]
+    #[arg(long)]
+    pub from_binary: Option<std::path::PathBuf>,
+    /// Write the merge into the work tree on the current branch, conflict markers and all
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub force: bool,
+    /// List what the merge would change, and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Flags of `rsbuilder init`.

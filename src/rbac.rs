@@ -58,24 +58,17 @@ pub struct Marker {
 /// Every RBAC marker of `content`, the text of `path`. A malformed one is an error naming the
 /// file and line.
 pub fn markers(path: &Path, content: &str) -> Result<Vec<Marker>, UserError> {
-    let mut found = Vec::new();
-    // Most sources have none: one search of the whole text settles that.
-    if !content.contains(PREFIX) {
-        return Ok(found);
-    }
-    for (index, line) in content.lines().enumerate() {
-        let Some(body) = line.trim().strip_prefix(PREFIX) else {
-            continue;
-        };
-        let at = format!("{}:{}", path.display(), index + 1);
-        found.push(parse(body.trim()).map_err(|problem| {
-            UserError::new(format!("invalid RBAC marker at {at}: {problem}")).help(
-                "write it as `// +rsbuilder:rbac:groups=<group>,resources=<plural>,verbs=get;list;watch` \
-                 (keys: groups, resources, resourceNames, verbs, urls, namespace)",
-            )
-        })?);
-    }
-    Ok(found)
+    crate::scaffold::markers::read_source_markers(
+        path,
+        content,
+        PREFIX,
+        (
+            "RBAC",
+            "write it as `// +rsbuilder:rbac:groups=<group>,resources=<plural>,verbs=get;list;watch` \
+             (keys: groups, resources, resourceNames, verbs, urls, namespace)",
+        ),
+        parse,
+    )
 }
 
 fn parse(body: &str) -> Result<Marker, String> {

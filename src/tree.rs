@@ -48,15 +48,30 @@ pub struct OnDisk<'a>(pub &'a Path);
 
 impl Tree for OnDisk<'_> {
     fn read(&self, relative: &Path) -> anyhow::Result<Option<String>> {
+        let Some(bytes) = self.read_bytes(relative)? else {
+            return Ok(None);
+        };
+        String::from_utf8(bytes).map(Some).map_err(|_| {
+            UserError::new(format!(
+                "`{}` exists and is not UTF-8 text",
+                relative.display()
+            ))
+            .into()
+        })
+    }
+
+    fn is_file(&self, relative: &Path) -> bool {
+        fs::symlink_metadata(self.0.join(relative)).is_ok_and(|meta| !meta.is_dir())
+    }
+
+    fn is_read_only(&self, relative: &Path) -> bool {
+        fs::metadata(self.0.join(relative)).is_ok_and(|meta| meta.permissions().readonly())
+    }
+
+    fn read_bytes(&self, relative: &Path) -> anyhow::Result<Option<Vec<u8>>> {
         let path = self.0.join(relative);
         match fs::read(&path) {
-            Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
-                UserError::new(format!(
-                    "`{}` exists and is not UTF-8 text",
-                    relative.display()
-                ))
-                .into()
-            }),
+            Ok(bytes) => Ok(Some(bytes)),
             // A path below a file cannot exist; writing it fails later, and is undone.
             Err(error)
                 if matches!(
@@ -72,31 +87,6 @@ impl Tree for OnDisk<'_> {
             ))
             .help("move the directory away, then run the command again")
             .into()),
-            Err(error) => {
-                Err(error).with_context(|| format!("failed to read `{}`", relative.display()))
-            }
-        }
-    }
-
-    fn is_file(&self, relative: &Path) -> bool {
-        fs::symlink_metadata(self.0.join(relative)).is_ok_and(|meta| !meta.is_dir())
-    }
-
-    fn is_read_only(&self, relative: &Path) -> bool {
-        fs::metadata(self.0.join(relative)).is_ok_and(|meta| meta.permissions().readonly())
-    }
-
-    fn read_bytes(&self, relative: &Path) -> anyhow::Result<Option<Vec<u8>>> {
-        match fs::read(self.0.join(relative)) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(error)
-                if matches!(
-                    error.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                ) =>
-            {
-                Ok(None)
-            }
             Err(error) => {
                 Err(error).with_context(|| format!("failed to read `{}`", relative.display()))
             }

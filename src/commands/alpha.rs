@@ -14,18 +14,8 @@ use crate::project::{self, Project, Resource};
 use crate::tree::{OnDisk, Tree as _};
 use crate::ui::{self, UserError};
 
-/// Flags of `alpha generate`.
-pub struct GenerateOptions {
-    /// Where the new tree goes; `None` is in place of the project's files.
-    pub output_dir: Option<PathBuf>,
-    /// Replace the project's files in place.
-    pub force: bool,
-    /// Print the commands, and run none.
-    pub dry_run: bool,
-}
-
 /// Runs `alpha generate` for the project around the current directory.
-pub fn generate(options: GenerateOptions) -> anyhow::Result<()> {
+pub fn generate(options: crate::cli::AlphaGenerateArgs) -> anyhow::Result<()> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     // The lock first: PROJECT and the files read next are those no other command is changing.
     let open = super::open()?;
@@ -206,16 +196,7 @@ fn create_api(project: &Project, resource: &Resource) -> anyhow::Result<Vec<Vec<
         .help("alpha generate scaffolds the kinds of the project's domain and Kubernetes' own; remove the entry, scaffold again, and put it back by hand")
         .into());
     }
-    let base = words(&[
-        "create",
-        "api",
-        "--group",
-        &resource.group,
-        "--version",
-        &resource.version,
-        "--kind",
-        &resource.kind,
-    ]);
+    let base = kind_words("api", resource);
     let mut commands = Vec::new();
     if let Some(api) = &resource.api {
         let mut args = base.clone();
@@ -276,16 +257,7 @@ fn create_webhook(resource: &Resource) -> Vec<Vec<String>> {
     let Some(webhooks) = &resource.webhooks else {
         return Vec::new();
     };
-    let base = words(&[
-        "create",
-        "webhook",
-        "--group",
-        &resource.group,
-        "--version",
-        &resource.version,
-        "--kind",
-        &resource.kind,
-    ]);
+    let base = kind_words("webhook", resource);
     let mut commands = Vec::new();
     if webhooks.defaulting || webhooks.validation {
         let mut args = base.clone();
@@ -312,6 +284,19 @@ fn create_webhook(resource: &Resource) -> Vec<Vec<String>> {
         commands.push(args);
     }
     commands
+}
+
+/// `create <what> --group G --version V --kind K` for `resource`.
+fn kind_words(what: &str, resource: &Resource) -> Vec<String> {
+    words(&["create", what, "--group", &resource.group])
+        .into_iter()
+        .chain(words(&[
+            "--version",
+            &resource.version,
+            "--kind",
+            &resource.kind,
+        ]))
+        .collect()
 }
 
 fn words(words: &[&str]) -> Vec<String> {
@@ -464,7 +449,7 @@ fn carry_grafana_config(
 ) -> anyhow::Result<()> {
     use crate::plugins::EditPlugin as _;
     let config = Path::new(crate::plugins::grafana::CONFIG);
-    let Some(edit) = crate::plugins::grafana::Grafana.replay(project) else {
+    let Some(edit) = crate::plugins::grafana::GRAFANA.replay(project) else {
         return Ok(());
     };
     if !apply::carry(&OnDisk(root), config, dir)? {

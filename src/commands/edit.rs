@@ -16,7 +16,7 @@ use crate::apply::{self, Options};
 use crate::cli::EditArgs;
 use crate::commands::init::{self, Settings};
 use crate::diff::{self, Placement};
-use crate::names::{self, ResourceNames};
+use crate::names;
 use crate::project::{self, Project};
 use crate::rbac;
 use crate::scaffold::{Plan, PlannedFile, Policy};
@@ -82,8 +82,13 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
         plugin.record(&args, &mut project)?;
     }
     let mut plan = plan(root, &mut project, &old, &new, args.force)?;
+    let edit = crate::plugins::Edit {
+        tree: &OnDisk(root),
+        project: &project,
+        args: &args,
+    };
     for plugin in &asked {
-        plugin.plan(root, &project, &args, &mut plan)?;
+        plugin.plan(&edit, &mut plan)?;
     }
     apply::apply(
         root,
@@ -194,13 +199,7 @@ fn helper_roles(root: &Path, project: &Project) -> anyhow::Result<Vec<PlannedFil
     // One set of roles per kind, whatever its versions; named as `create api` names them.
     let mut prefixes = std::collections::BTreeSet::new();
     for resource in project.resources.iter().filter(|r| r.api.is_some()) {
-        let names = ResourceNames::new(
-            &resource.group,
-            &resource.version,
-            &resource.kind,
-            resource.plural.as_deref(),
-            &project.domain,
-        );
+        let names = resource.names(&project.domain);
         if !prefixes.insert(names.file_prefix.clone()) {
             continue;
         }

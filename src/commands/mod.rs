@@ -71,6 +71,17 @@ pub fn note_older_runtime(project: &project::Project) {
 }
 
 /// Runs the parsed command line.
+/// Applies the plan of a command that scaffolds; whether it wrote (not with `--dry-run`).
+fn apply_plan(
+    root: &std::path::Path,
+    plan: crate::scaffold::Plan,
+    force: bool,
+    dry_run: bool,
+) -> anyhow::Result<bool> {
+    apply::apply(root, plan, apply::Options { force, dry_run })?;
+    Ok(!dry_run)
+}
+
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Init(args) => init::run(args),
@@ -81,24 +92,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Upgrade { force, dry_run } => {
             upgrade::run(upgrade::UpgradeOptions { force, dry_run })
         }
-        Command::Alpha(AlphaCommand::Generate {
-            output_dir,
-            force,
-            dry_run,
-        }) => alpha::generate(alpha::GenerateOptions {
-            output_dir,
-            force,
-            dry_run,
-        }),
-        Command::Alpha(AlphaCommand::Update {
-            from_binary,
-            force,
-            dry_run,
-        }) => update::update(update::UpdateOptions {
-            from_binary,
-            force,
-            dry_run,
-        }),
+        Command::Alpha(AlphaCommand::Generate(args)) => alpha::generate(args),
+        Command::Alpha(AlphaCommand::Update(args)) => update::update(args),
         Command::Version => {
             let text = format!(
                 "rsbuilder {}\nrsbuilder-runtime {}\nkube {}\nk8s-openapi {}\nkubernetes {} (k8s-openapi feature {})\n",

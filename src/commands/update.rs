@@ -20,16 +20,6 @@ use crate::tree::{OnDisk, Tree as _};
 use crate::ui::{self, UserError};
 use crate::versions;
 
-/// Flags of `alpha update`.
-pub struct UpdateOptions {
-    /// The rsbuilder that made the project, instead of installing `cliVersion`.
-    pub from_binary: Option<PathBuf>,
-    /// Write the merge into the work tree, conflict markers and all, on the current branch.
-    pub force: bool,
-    /// Show what would change, and write nothing.
-    pub dry_run: bool,
-}
-
 /// What the merge of one file gives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Merged {
@@ -132,7 +122,7 @@ fn merge_file(
 }
 
 /// Runs `alpha update` in the project around the current directory.
-pub fn update(options: UpdateOptions) -> anyhow::Result<()> {
+pub fn update(options: crate::cli::AlphaUpdateArgs) -> anyhow::Result<()> {
     let open = super::open()?;
     let root = open.root.as_path();
     let project = project::load(root)?;
@@ -256,7 +246,7 @@ fn merge_trees(
 /// `--force`.
 fn report(
     merged: &[(PathBuf, Merged)],
-    options: &UpdateOptions,
+    options: &crate::cli::AlphaUpdateArgs,
     project: &Project,
 ) -> anyhow::Result<()> {
     let verb = |m: &Merged| match m {
@@ -324,7 +314,7 @@ fn conflict_regions(text: &str) -> String {
 fn write(
     root: &Path,
     merged: &[(PathBuf, Merged)],
-    options: &UpdateOptions,
+    options: &crate::cli::AlphaUpdateArgs,
     project: &Project,
 ) -> anyhow::Result<()> {
     let branch = format!(

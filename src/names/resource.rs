@@ -46,6 +46,29 @@ impl std::fmt::Display for Gvk {
     }
 }
 
+/// The names a project's templates take from the project's own: its name, and the Rust
+/// identifiers of its crates.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProjectNames {
+    /// The project's name: `otp-operator`.
+    pub project_name: String,
+    /// The operator crate's identifier: `otp_operator`.
+    pub crate_ident: String,
+    /// The api crate's identifier: `otp_operator_api`.
+    pub api_crate_ident: String,
+}
+
+impl ProjectNames {
+    /// The names of the project `project_name`.
+    pub fn of(project_name: &str) -> Self {
+        Self {
+            project_name: project_name.to_owned(),
+            crate_ident: crate_ident(project_name),
+            api_crate_ident: api_crate_ident(project_name),
+        }
+    }
+}
+
 /// The name of the project's api crate, which holds the types: `<project>-api`.
 pub fn api_crate(project_name: &str) -> String {
     format!("{project_name}-api")

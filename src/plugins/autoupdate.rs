@@ -2,13 +2,10 @@
 //! `.github/workflows/auto_update.yml`, that runs `rsbuilder alpha update` on a schedule and
 //! opens a pull request. Its file is the `autoupdate` template set.
 
-use std::path::Path;
+use crate::project;
+use crate::scaffold::{PlannedFile, Policy};
 
-use crate::cli::EditArgs;
-use crate::project::{self, Project};
-use crate::scaffold::{Plan, PlannedFile, Policy};
-
-use super::{AddedBy, EditPlugin, Plugin, edit_words};
+use super::{AddedBy, Plugin, Recorded};
 
 /// The plugin's keys and options.
 pub const PLUGIN: Plugin = Plugin {
@@ -18,34 +15,13 @@ pub const PLUGIN: Plugin = Plugin {
     options: &["--reset-workflows"],
 };
 
-/// The plugin, as `edit` runs it.
-pub struct Autoupdate;
-
-impl EditPlugin for Autoupdate {
-    fn plugin(&self) -> &'static Plugin {
-        &PLUGIN
-    }
-
-    fn record(&self, _args: &EditArgs, project: &mut Project) -> anyhow::Result<()> {
-        project.autoupdate = true;
-        Ok(())
-    }
-
-    fn plan(
-        &self,
-        _root: &Path,
-        _project: &Project,
-        args: &EditArgs,
-        plan: &mut Plan,
-    ) -> anyhow::Result<()> {
-        plan.files.extend(workflow(args.reset_workflows)?);
-        Ok(())
-    }
-
-    fn replay(&self, project: &Project) -> Option<Vec<String>> {
-        project.autoupdate.then(|| edit_words(PLUGIN.key, &[]))
-    }
-}
+/// The plugin, as `edit` runs it: PROJECT records its key, and it writes the workflow.
+pub const AUTOUPDATE: Recorded = Recorded {
+    plugin: &PLUGIN,
+    recorded: |project| project.autoupdate,
+    record: |project| project.autoupdate = true,
+    files: |_, args| workflow(args.reset_workflows),
+};
 
 /// The workflow. One that exists is the user's and is kept, unless `reset`
 /// (`--reset-workflows`).

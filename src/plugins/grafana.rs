@@ -14,13 +14,12 @@ use serde::{Deserialize, Serialize};
 #[cfg(test)]
 use serde_json::Value;
 
-use crate::cli::EditArgs;
-use crate::project::{self, Project};
-use crate::scaffold::{Plan, PlannedFile, Policy};
-use crate::tree::{OnDisk, Tree};
+use crate::project;
+use crate::scaffold::{PlannedFile, Policy};
+use crate::tree::Tree;
 use crate::ui::UserError;
 
-use super::{AddedBy, EditPlugin, Plugin, edit_words};
+use super::{AddedBy, Plugin, Recorded};
 
 /// The plugin's keys and options.
 pub const PLUGIN: Plugin = Plugin {
@@ -30,35 +29,13 @@ pub const PLUGIN: Plugin = Plugin {
     options: &["--reset-dashboards"],
 };
 
-/// The plugin, as `edit` runs it.
-pub struct Grafana;
-
-impl EditPlugin for Grafana {
-    fn plugin(&self) -> &'static Plugin {
-        &PLUGIN
-    }
-
-    fn record(&self, _args: &EditArgs, project: &mut Project) -> anyhow::Result<()> {
-        project.grafana = true;
-        Ok(())
-    }
-
-    fn plan(
-        &self,
-        root: &Path,
-        _project: &Project,
-        args: &EditArgs,
-        plan: &mut Plan,
-    ) -> anyhow::Result<()> {
-        plan.files
-            .extend(files(&OnDisk(root), args.reset_dashboards)?);
-        Ok(())
-    }
-
-    fn replay(&self, project: &Project) -> Option<Vec<String>> {
-        project.grafana.then(|| edit_words(PLUGIN.key, &[]))
-    }
-}
+/// The plugin, as `edit` runs it: PROJECT records its key, and it writes the dashboards.
+pub const GRAFANA: Recorded = Recorded {
+    plugin: &PLUGIN,
+    recorded: |project| project.grafana,
+    record: |project| project.grafana = true,
+    files: |tree, args| files(tree, args.reset_dashboards),
+};
 
 /// The user's metrics, which a re-run turns into a dashboard.
 pub const CONFIG: &str = "grafana/custom-metrics/config.yaml";

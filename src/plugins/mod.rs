@@ -7,11 +7,10 @@
 //! The keys are taken as scripts written for kubebuilder pass them: the keys of what rsbuilder
 //! does are accepted, the others refused by name, never ignored.
 
-use std::path::Path;
-
 use crate::cli::EditArgs;
 use crate::project::Project;
 use crate::scaffold::Plan;
+use crate::tree::Tree;
 use crate::ui::UserError;
 
 pub mod autoupdate;
@@ -68,18 +67,56 @@ pub trait EditPlugin: Sync {
     fn plugin(&self) -> &'static Plugin;
     /// Records in PROJECT what `args` asks of it (checking the options it reads).
     fn record(&self, args: &EditArgs, project: &mut Project) -> anyhow::Result<()>;
-    /// Adds its files to `plan`, which holds what `edit` writes already; `project` holds the
-    /// record [`EditPlugin::record`] made.
-    fn plan(
-        &self,
-        root: &Path,
-        project: &Project,
-        args: &EditArgs,
-        plan: &mut Plan,
-    ) -> anyhow::Result<()>;
+    /// Adds its files to `plan`, which holds what `edit` writes already; the project of `edit`
+    /// holds the record [`EditPlugin::record`] made.
+    fn plan(&self, edit: &Edit<'_>, plan: &mut Plan) -> anyhow::Result<()>;
     /// The arguments of the `edit` that adds it again as PROJECT records it (for
     /// `alpha generate`), or `None` when PROJECT does not record it.
     fn replay(&self, project: &Project) -> Option<Vec<String>>;
+}
+
+/// What a plugin plans from: the project (its files, and PROJECT as `edit` leaves it) and
+/// `edit`'s flags.
+pub struct Edit<'a> {
+    /// The project's files.
+    pub tree: &'a dyn Tree,
+    /// PROJECT, with the plugins' records.
+    pub project: &'a Project,
+    /// The flags of `edit`.
+    pub args: &'a EditArgs,
+}
+
+/// A plugin `edit` adds that PROJECT records by its key alone, and whose files come from the
+/// project's tree and `edit`'s flags: the autoupdate and Grafana plugins.
+pub struct Recorded {
+    /// Its keys and options.
+    pub plugin: &'static Plugin,
+    /// Whether PROJECT records it.
+    pub recorded: fn(&Project) -> bool,
+    /// Records it in PROJECT.
+    pub record: fn(&mut Project),
+    /// Its files.
+    pub files: fn(&dyn Tree, &EditArgs) -> anyhow::Result<Vec<crate::scaffold::PlannedFile>>,
+}
+
+impl EditPlugin for Recorded {
+    fn plugin(&self) -> &'static Plugin {
+        self.plugin
+    }
+
+    fn record(&self, _args: &EditArgs, project: &mut Project) -> anyhow::Result<()> {
+        (self.record)(project);
+        Ok(())
+    }
+
+    fn plan(&self, edit: &Edit<'_>, plan: &mut Plan) -> anyhow::Result<()> {
+        plan.files.extend((self.files)(edit.tree, edit.args)?);
+        Ok(())
+    }
+
+    fn replay(&self, project: &Project) -> Option<Vec<String>> {
+        (self.recorded)(project).then(|| edit_words(self.plugin.key, &[]))
+    }
 }
 
 /// Every optional plugin, in the order `alpha generate` adds them again.
@@ -92,7 +129,7 @@ pub const PLUGINS: &[&Plugin] = &[
 
 /// The plugins `edit` adds, in the order it plans them: the Helm plugin last, as its Makefile
 /// targets and workflow build on the files planned before it.
-pub const EDIT: &[&dyn EditPlugin] = &[&grafana::Grafana, &autoupdate::Autoupdate, &helm::Helm];
+pub const EDIT: &[&dyn EditPlugin] = &[&grafana::GRAFANA, &autoupdate::AUTOUPDATE, &helm::Helm];
 
 /// The plugins of [`EDIT`] that `plugins` (already checked) asks for.
 pub fn asked_of_edit(plugins: &[String]) -> impl Iterator<Item = &'static dyn EditPlugin> + '_ {

@@ -523,6 +523,17 @@ fn parse(text: &str) -> anyhow::Result<Project> {
 }
 
 impl Project {
+    /// Another version of `group`'s `kind` than `version` that converts through a webhook:
+    /// the hub of the kind's conversion.
+    pub fn conversion_hub(&self, group: &str, kind: &str, version: &str) -> Option<&Resource> {
+        self.resources.iter().find(|r| {
+            r.group == group
+                && r.kind == kind
+                && r.version != version
+                && r.webhooks.as_ref().is_some_and(|w| w.conversion)
+        })
+    }
+
     /// PROJECT as the command leaves it: regenerated whatever it held, and written last
     /// (`apply` orders it after every other file).
     pub fn planned(&self) -> PlannedFile {

@@ -105,6 +105,37 @@ pub fn insert(
     Ok(Some(out))
 }
 
+/// Every marker of `content` (the text of `path`) that starts with `prefix` (`// +rsbuilder:rbac:`),
+/// read by `parse`. A malformed one is an error naming the file and line, `what` the marker and
+/// `help` how to write it.
+pub fn read_source_markers<T>(
+    path: &Path,
+    content: &str,
+    prefix: &str,
+    (what, help): (&str, &str),
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<T>, UserError> {
+    let mut found = Vec::new();
+    // Most sources have none: one search of the whole text settles that.
+    if !content.contains(prefix) {
+        return Ok(found);
+    }
+    for (index, line) in content.lines().enumerate() {
+        let Some(body) = line.trim().strip_prefix(prefix) else {
+            continue;
+        };
+        found.push(parse(body.trim()).map_err(|problem| {
+            UserError::new(format!(
+                "invalid {what} marker at {}:{}: {problem}",
+                path.display(),
+                index + 1
+            ))
+            .help(help)
+        })?);
+    }
+    Ok(found)
+}
+
 /// The line of the marker `name` (written `marker`) in `lines`. A marker `<name>.<part>` orders
 /// one kind of fragment among others at `<name>`; a file written before it had its own marker
 /// takes the fragment at `<name>`.

@@ -159,21 +159,18 @@ fn is_label_value(value: &str) -> bool {
 /// Every webhook marker of `content`, the text of `path`. A malformed one is an error naming
 /// the file and line.
 pub fn markers(path: &Path, content: &str) -> Result<Vec<Marker>, UserError> {
-    let mut found = Vec::new();
-    for (index, line) in content.lines().enumerate() {
-        let Some(body) = line.trim().strip_prefix(PREFIX) else {
-            continue;
-        };
-        let at = format!("{}:{}", path.display(), index + 1);
-        found.push(parse(body.trim()).map_err(|problem| {
-            UserError::new(format!("invalid webhook marker at {at}: {problem}")).help(
-                "write it as `// +rsbuilder:webhook:path=/validate-...,mutating=false,failurePolicy=fail,\
-                 sideEffects=None,groups=<group>,resources=<plural>,verbs=create;update,versions=v1,\
-                 name=<name>.kb.io,admissionReviewVersions=v1`",
-            )
-        })?);
-    }
-    Ok(found)
+    crate::scaffold::markers::read_source_markers(
+        path,
+        content,
+        PREFIX,
+        (
+            "webhook",
+            "write it as `// +rsbuilder:webhook:path=/validate-...,mutating=false,failurePolicy=fail,\
+             sideEffects=None,groups=<group>,resources=<plural>,verbs=create;update,versions=v1,\
+             name=<name>.kb.io,admissionReviewVersions=v1`",
+        ),
+        parse,
+    )
 }
 
 /// API groups whose objects the API server never sends to admission webhooks, so that a

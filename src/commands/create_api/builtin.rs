@@ -139,13 +139,7 @@ pub(super) fn refuse_shared_modules(
         }
     }
     for other in project.resources.iter().filter(|r| !r.core) {
-        let other_names = ResourceNames::new(
-            &other.group,
-            &other.version,
-            &other.kind,
-            other.plural.as_deref(),
-            &other.domain,
-        );
+        let other_names = other.names(&other.domain);
         if other_names.group_dir == names.group_dir {
             return Err(UserError::new(format!(
                 "the controllers of {gvk} would share the module `{}` with group `{}`",

@@ -11,7 +11,6 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use serde::Serialize;
 
-use crate::apply::{self, Options};
 use crate::cli::CreateApiArgs;
 use crate::names::builtin::Builtin;
 use crate::names::{self, ResourceNames};
@@ -47,9 +46,8 @@ struct CrdVersion {
 struct Context {
     #[serde(flatten)]
     names: ResourceNames,
-    project_name: String,
-    crate_ident: String,
-    api_crate_ident: String,
+    #[serde(flatten)]
+    project: names::ProjectNames,
     namespaced: bool,
     /// Whether the project is namespaced: its helper roles are Roles, not ClusterRoles.
     project_namespaced: bool,
@@ -126,15 +124,7 @@ pub fn run(args: CreateApiArgs) -> anyhow::Result<()> {
     let crd = crd_to_join(&OnDisk(root), &request)?;
     let plan = plan(&project, &request, crd.as_deref())?;
     let plan = with_project(plan, &mut project, &request);
-    apply::apply(
-        root,
-        plan,
-        Options {
-            force: args.force,
-            dry_run: args.dry_run,
-        },
-    )?;
-    if args.dry_run {
+    if !super::apply_plan(root, plan, args.force, args.dry_run)? {
         return Ok(());
     }
     if args.make {
@@ -158,12 +148,7 @@ pub fn run(args: CreateApiArgs) -> anyhow::Result<()> {
     // A new version of a kind that converts through a webhook: the API server sends its
     // objects to the webhook, which cannot convert them until it has the spoke.
     if request.resource
-        && let Some(hub) = project.resources.iter().find(|r| {
-            r.group == names.group
-                && r.kind == names.kind
-                && r.version != names.version
-                && r.webhooks.as_ref().is_some_and(|w| w.conversion)
-        })
+        && let Some(hub) = project.conversion_hub(&names.group, &names.kind, &names.version)
     {
         ui::warn(
             &format!(

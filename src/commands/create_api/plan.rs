@@ -104,9 +104,7 @@ pub(super) fn context(project: &Project, request: &Request) -> Context {
     );
     let mut context = Context {
         names: names.clone(),
-        project_name: project.project_name.clone(),
-        crate_ident: names::crate_ident(&project.project_name),
-        api_crate_ident: names::api_crate_ident(&project.project_name),
+        project: names::ProjectNames::of(&project.project_name),
         namespaced: request.namespaced,
         project_namespaced: project.namespaced,
         ssa: request.ssa,

@@ -364,13 +364,7 @@ pub(super) fn check_clashes(
         .iter()
         .filter(|r| !(r.core || (r.group == args.group && r.kind == args.kind)))
     {
-        let other_names = ResourceNames::new(
-            &other.group,
-            &other.version,
-            &other.kind,
-            other.plural.as_deref(),
-            &project.domain,
-        );
+        let other_names = other.names(&project.domain);
         if other.group != args.group && other_names.group_dir == names.group_dir {
             return Err(UserError::new(format!(
                 "group `{}` would share the module `{}` with group `{}`",

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde::Serialize;
 
-use crate::apply::{self, Options};
 use crate::cli::CreateWebhookArgs;
 use crate::names::builtin::Builtin;
 use crate::names::{self, ResourceNames};
@@ -98,15 +97,7 @@ pub fn run(args: CreateWebhookArgs) -> anyhow::Result<()> {
     let sources = rbac::read_sources(&OnDisk(root))?;
     let plan = plan(&project, &request, &sources)?;
     let plan = with_project(plan, &mut project, &request);
-    apply::apply(
-        root,
-        plan,
-        Options {
-            force: args.force,
-            dry_run: args.dry_run,
-        },
-    )?;
-    if args.dry_run {
+    if !super::apply_plan(root, plan, args.force, args.dry_run)? {
         return Ok(());
     }
     if request.builtin.is_some() {

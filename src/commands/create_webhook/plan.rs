@@ -10,9 +10,8 @@ pub(super) const CONVERT_PATH: &str = "/convert";
 pub(super) struct Context {
     #[serde(flatten)]
     names: ResourceNames,
-    project_name: String,
-    crate_ident: String,
-    api_crate_ident: String,
+    #[serde(flatten)]
+    project: names::ProjectNames,
     namespaced: bool,
     defaulting_path: String,
     validation_path: String,
@@ -94,9 +93,7 @@ pub(super) fn context(
     let webhook_name = |prefix| names::webhook_name(prefix, names, &taken);
     Ok(Context {
         names: names.clone(),
-        project_name: project.project_name.clone(),
-        crate_ident: names::crate_ident(&project.project_name),
-        api_crate_ident: names::api_crate_ident(&project.project_name),
+        project: names::ProjectNames::of(&project.project_name),
         namespaced: request.namespaced,
         defaulting_path: request.defaulting_path.clone(),
         validation_path: request.validation_path.clone(),

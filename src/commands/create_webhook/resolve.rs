@@ -256,12 +256,7 @@ pub(super) fn refuse_existing(
         }
     }
     if add.conversion
-        && let Some(other) = project.resources.iter().find(|r| {
-            r.group == args.group
-                && r.kind == args.kind
-                && r.version != args.version
-                && r.webhooks.as_ref().is_some_and(|w| w.conversion)
-        })
+        && let Some(other) = project.conversion_hub(&args.group, &args.kind, &args.version)
     {
         return Err(UserError::new(format!(
             "{} converts through version {} already",

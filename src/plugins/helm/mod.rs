@@ -29,9 +29,9 @@ use crate::ui::UserError;
 use crate::cli::EditArgs;
 use crate::project::{self, HelmRecord, Project};
 use crate::scaffold::Plan;
-use crate::tree::{OnDisk, Tree};
+use crate::tree::Tree;
 
-use super::{AddedBy, EditPlugin, Plugin, edit_words};
+use super::{AddedBy, Edit, EditPlugin, Plugin, edit_words};
 
 pub use crate::project::{DEFAULT_MANIFESTS, DEFAULT_OUTPUT, check_path};
 
@@ -80,13 +80,8 @@ impl EditPlugin for Helm {
         Ok(())
     }
 
-    fn plan(
-        &self,
-        root: &Path,
-        project: &Project,
-        args: &EditArgs,
-        plan: &mut Plan,
-    ) -> anyhow::Result<()> {
+    fn plan(&self, edit: &Edit<'_>, plan: &mut Plan) -> anyhow::Result<()> {
+        let (tree, project, args) = (edit.tree, edit.project, edit.args);
         let Some(record) = &project.helm else {
             return Ok(());
         };
@@ -96,12 +91,11 @@ impl EditPlugin for Helm {
             reset_values: args.reset_values,
             check_fresh: !args.install_as_is,
         };
-        let tree = OnDisk(root);
-        let files = files(&tree, project, &options)?;
+        let files = files(tree, project, &options)?;
         plan.removals
-            .extend(stale_templates(&tree, &record.output, &files)?);
+            .extend(stale_templates(tree, &record.output, &files)?);
         plan.files.extend(files);
-        let extra = project_files(&tree, project, record, &plan.files, args.reset_workflows)?;
+        let extra = project_files(tree, project, record, &plan.files, args.reset_workflows)?;
         plan.files
             .retain(|f| !extra.iter().any(|e| e.path == f.path));
         plan.files.extend(extra);
@@ -415,10 +409,72 @@ impl<'a> ChartContext<'a> {
     }
 }
 
+/// A template set rendered once per server (the metrics and the webhook server): the names of
+/// that one, and the placeholder of its path.
+type Instance = (
+    &'static str,
+    Vec<(&'static str, serde_json::Value)>,
+    (&'static str, String),
+);
+
+/// The sets rendered per server: a NetworkPolicy for the traffic of each, and while the install
+/// file uses cert-manager, a Certificate for each; the webhook's while it serves webhooks.
+fn instances(install: &Install, defaults: &values::Defaults) -> Vec<Instance> {
+    let servers = [
+        (
+            "metrics",
+            defaults.metrics,
+            defaults.metrics_port,
+            defaults.metrics_service.as_str(),
+            install.suffix_of("Certificate", "metrics-certs", "metrics-certs"),
+        ),
+        (
+            "webhook",
+            defaults.webhook,
+            defaults.webhook_port,
+            defaults.webhook_service.as_str(),
+            install.suffix_of("Certificate", "serving-cert", "serving-cert"),
+        ),
+    ];
+    let servers = servers
+        .into_iter()
+        .filter(|(section, ..)| *section != "webhook" || defaults.webhook);
+    let mut policies = Vec::new();
+    let mut certificates = Vec::new();
+    for (section, default, port, service, certificate) in servers {
+        let secret = format!("{section}-server-cert");
+        policies.push((
+            "helm-network-policy",
+            vec![
+                ("section", section.into()),
+                ("section_default", default.into()),
+                ("traffic", section.into()),
+                ("port", port.into()),
+            ],
+            ("traffic", section.to_owned()),
+        ));
+        certificates.push((
+            "helm-certificate",
+            vec![
+                ("section", section.into()),
+                ("section_default", default.into()),
+                ("service", service.into()),
+                ("certificate", certificate.as_str().into()),
+                ("secret", secret.into()),
+            ],
+            ("certificate", certificate),
+        ));
+    }
+    if defaults.cert_manager {
+        policies.extend(certificates);
+    }
+    policies
+}
+
 /// The chart's own files, from the `helm*` template sets: `helm` always (Chart.yaml and
-/// .helmignore are the user's once written), a NetworkPolicy per kind of traffic, the webhook's
-/// Service and RBAC while the install file serves webhooks, cert-manager's Issuer and a
-/// Certificate per server while it uses cert-manager.
+/// .helmignore are the user's once written), the webhook's Service and RBAC while the install
+/// file serves webhooks, cert-manager's Issuer while it uses cert-manager, and the sets of
+/// [`instances`].
 fn fixed_templates(
     install: &Install,
     defaults: &values::Defaults,
@@ -440,62 +496,23 @@ fn fixed_templates(
         }
     };
     let mut out = render_set("helm", &base, &paths, fixed)?;
-    for (traffic, default, port) in [
-        ("metrics", defaults.metrics, defaults.metrics_port),
-        ("webhook", defaults.webhook, defaults.webhook_port),
-    ] {
-        if traffic == "webhook" && !defaults.webhook {
-            continue;
-        }
-        let mut context = base.clone();
-        context.insert("section", traffic);
-        context.insert("section_default", &default);
-        context.insert("traffic", traffic);
-        context.insert("port", &port);
-        out.extend(render_set(
-            "helm-network-policy",
-            &context,
-            &[&paths[..], &[("traffic", traffic)]].concat(),
-            fixed,
-        )?);
-    }
+    let mut sets = Vec::new();
     if defaults.webhook {
-        out.extend(render_set("helm-webhook", &base, &paths, fixed)?);
+        sets.push("helm-webhook");
     }
     if defaults.cert_manager {
-        out.extend(render_set("helm-cert-manager", &base, &paths, fixed)?);
-        for (certificate, section, default, service, secret) in [
-            (
-                install.suffix_of("Certificate", "serving-cert", "serving-cert"),
-                "webhook",
-                defaults.webhook,
-                defaults.webhook_service.as_str(),
-                "webhook-server-cert",
-            ),
-            (
-                install.suffix_of("Certificate", "metrics-certs", "metrics-certs"),
-                "metrics",
-                defaults.metrics,
-                defaults.metrics_service.as_str(),
-                "metrics-server-cert",
-            ),
-        ] {
-            if section == "webhook" && !defaults.webhook {
-                continue;
-            }
-            let mut context = base.clone();
-            context.insert("section", section);
-            context.insert("section_default", &default);
-            context.insert("service", service);
-            context.insert("certificate", &certificate);
-            context.insert("secret", secret);
-            out.extend(render_set(
-                "helm-certificate",
-                &context,
-                &[&paths[..], &[("certificate", certificate.as_str())]].concat(),
-                fixed,
-            )?);
+        sets.push("helm-cert-manager");
+    }
+    for set in sets {
+        out.extend(render_set(set, &base, &paths, fixed)?);
+    }
+    for (set, names, (placeholder, value)) in instances(install, defaults) {
+        let mut context = base.clone();
+        for (key, value) in names {
+            context.insert(key, &value);
         }
+        let paths = [&paths[..], &[(placeholder, value.as_str())]].concat();
+        out.extend(render_set(set, &context, &paths, fixed)?);
     }
     Ok(out)
 }
