@@ -6,6 +6,9 @@
 use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use clap_complete::Shell;
 
+use crate::names;
+use crate::ui::UserError;
+
 /// Scaffold Kubernetes operators in Rust on kube-rs, the way kubebuilder does for Go.
 #[derive(Debug, Parser)]
 #[command(
@@ -329,16 +332,16 @@ pub struct CreateApiArgs {
     #[arg(long)]
     pub image: Option<String>,
 
-    /// The port the image listens on, the default of the spec's `ports` (with --image)
-    #[arg(long)]
+    /// The port the image listens on, the default of the spec's `ports`: 1 to 65535 (with --image)
+    #[arg(long, value_parser = checked(names::container_port))]
     pub image_container_port: Option<String>,
 
-    /// The command of the image's container, comma-separated: "memcached,-m,64" (with --image)
-    #[arg(long, allow_hyphen_values = true)]
+    /// The command of the image's container, comma-separated on one line: "memcached,-m,64" (with --image)
+    #[arg(long, allow_hyphen_values = true, value_parser = checked(names::container_command))]
     pub image_container_command: Option<String>,
 
-    /// The user ID the image's container runs as (with --image)
-    #[arg(long, allow_hyphen_values = true)]
+    /// The user ID the image's container runs as: 1 to 2147483647, not root (with --image)
+    #[arg(long, allow_hyphen_values = true, value_parser = checked(names::run_as_user))]
     pub run_as_user: Option<String>,
 
     /// Plugins, as kubebuilder names them: `go/v4`, `kustomize/v2`, and
@@ -368,9 +371,24 @@ pub enum License {
     None,
 }
 
-/// Parses the process arguments; usage errors exit with status 2.
-pub fn parse() -> Cli {
-    Cli::parse()
+/// Parses the process arguments. A value a flag's own rule refuses
+/// (`--image-container-port 0`) is a [`UserError`], reported as every other; other usage
+/// errors are clap's, and exit with status 2.
+pub fn parse() -> Result<Cli, UserError> {
+    Cli::try_parse().or_else(|error| {
+        let own = std::error::Error::source(&error).and_then(|s| s.downcast_ref::<UserError>());
+        match own {
+            Some(refusal) => Err(refusal.clone()),
+            None => error.exit(),
+        }
+    })
+}
+
+/// A value parser of the rule `check`: the value as given, once `check` accepts it.
+fn checked<T: 'static>(
+    check: fn(&str) -> Result<T, UserError>,
+) -> impl Fn(&str) -> Result<String, UserError> + Clone + Send + Sync + 'static {
+    move |text: &str| check(text).map(|_| text.to_owned())
 }
 
 /// The completion script for `shell`.

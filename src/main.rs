@@ -25,7 +25,13 @@ mod yaml;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = cli::parse();
+    let cli = match cli::parse() {
+        Ok(cli) => cli,
+        Err(refusal) => {
+            ui::error(&refusal.into());
+            return ExitCode::FAILURE;
+        }
+    };
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -37,7 +37,7 @@ pub fn confirm(question: &str, default: bool) -> io::Result<Option<bool>> {
 
 /// An error caused by the user's input: it names the bad value and the rule, and may carry a fix
 /// printed on its own `help:` line.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct UserError {
     message: String,
     help: Option<String>,

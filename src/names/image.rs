@@ -130,3 +130,46 @@ fn is_registry(registry: &str) -> bool {
             });
     port_ok && host_ok
 }
+
+/// `--image-container-port`: a port from 1 to 65535.
+pub fn container_port(text: &str) -> Result<u16, UserError> {
+    match text.parse::<u16>() {
+        Ok(port) if port > 0 => Ok(port),
+        _ => Err(UserError::new(format!(
+            "invalid --image-container-port `{text}`: a port is a number from 1 to 65535"
+        ))
+        .help("pass the port the image listens on, such as `--image-container-port 11211`")),
+    }
+}
+
+/// `--run-as-user`: a user ID other than root's that a pod can run as.
+pub fn run_as_user(text: &str) -> Result<i64, UserError> {
+    match text.parse::<i64>() {
+        Ok(uid) if (1..=i64::from(i32::MAX)).contains(&uid) => Ok(uid),
+        _ => Err(UserError::new(format!(
+            "invalid --run-as-user `{text}`: a user ID is a number from 1 to 2147483647 (the pod runs as non-root)"
+        ))
+        .help("pass the image's non-root user, such as `--run-as-user 1001`")),
+    }
+}
+
+/// `--image-container-command`: arguments separated by commas, on one line.
+pub fn container_command(text: &str) -> Result<Vec<String>, UserError> {
+    // An argv of one line: a newline or a tab in it is a slip of the shell far more often than
+    // an argument, and a script does not fit between commas anyway.
+    if text.chars().any(char::is_control) {
+        return Err(UserError::new(format!(
+            "invalid --image-container-command `{}`: a command is one line of arguments separated by commas, without newlines, tabs or other control characters",
+            crate::ui::shown(text)
+        ))
+        .help("pass the command on one line, such as `--image-container-command memcached,-m,64`; for a script, edit `COMMAND` in the controller"));
+    }
+    let parts: Vec<String> = text.split(',').map(str::to_owned).collect();
+    if parts.iter().any(|part| part.trim().is_empty()) {
+        return Err(UserError::new(format!(
+            "invalid --image-container-command `{text}`: it has an empty argument"
+        ))
+        .help("separate the command and its arguments with single commas: `memcached,-m,64`"));
+    }
+    Ok(parts)
+}

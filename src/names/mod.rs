@@ -7,7 +7,7 @@ mod image;
 pub mod plural;
 mod resource;
 
-pub use image::validate_image;
+pub use image::{container_command, container_port, run_as_user, validate_image};
 pub use resource::*;
 
 use heck::ToSnakeCase;

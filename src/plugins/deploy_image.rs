@@ -32,6 +32,8 @@ pub struct ImageOptions {
 /// Checks `--image` and the flags that go with it.
 pub fn resolve(args: &CreateApiArgs) -> anyhow::Result<Option<ImageOptions>> {
     let deploy_image = crate::plugins::check("create api", &args.plugins, true)?;
+    // With `--force`, the image may come from PROJECT's record (`with_recorded`): its options
+    // are checked here, not by the command line.
     let Some(image) = &args.image else {
         for (given, flag) in [
             (
@@ -56,11 +58,20 @@ pub fn resolve(args: &CreateApiArgs) -> anyhow::Result<Option<ImageOptions>> {
         return Ok(None);
     };
     names::validate_image(image)?;
-    let port = args.image_container_port.as_deref().map(port).transpose()?;
-    let run_as_user = args.run_as_user.as_deref().map(user_id).transpose()?;
+    // Checked by the command line too, but PROJECT's record is not (`--force`).
+    let port = args
+        .image_container_port
+        .as_deref()
+        .map(names::container_port)
+        .transpose()?;
+    let run_as_user = args
+        .run_as_user
+        .as_deref()
+        .map(names::run_as_user)
+        .transpose()?;
     let command = match &args.image_container_command {
         None => Vec::new(),
-        Some(text) => container_command(text)?,
+        Some(text) => names::container_command(text)?,
     };
     Ok(Some(ImageOptions {
         image: image.clone(),
@@ -74,51 +85,4 @@ pub fn resolve(args: &CreateApiArgs) -> anyhow::Result<Option<ImageOptions>> {
             run_as_user: args.run_as_user.clone(),
         },
     }))
-}
-
-/// `--image-container-port`: a port from 1 to 65535.
-fn port(text: &str) -> anyhow::Result<u16> {
-    match text.parse::<u16>() {
-        Ok(port) if port > 0 => Ok(port),
-        _ => Err(UserError::new(format!(
-            "invalid --image-container-port `{text}`: a port is a number from 1 to 65535"
-        ))
-        .help("pass the port the image listens on, such as `--image-container-port 11211`")
-        .into()),
-    }
-}
-
-/// `--run-as-user`: a user ID other than root's that a pod can run as.
-fn user_id(text: &str) -> anyhow::Result<i64> {
-    match text.parse::<i64>() {
-        Ok(uid) if (1..=i64::from(i32::MAX)).contains(&uid) => Ok(uid),
-        _ => Err(UserError::new(format!(
-            "invalid --run-as-user `{text}`: a user ID is a number from 1 to 2147483647 (the pod runs as non-root)"
-        ))
-        .help("pass the image's non-root user, such as `--run-as-user 1001`")
-        .into()),
-    }
-}
-
-/// `--image-container-command`: arguments separated by commas, on one line.
-fn container_command(text: &str) -> anyhow::Result<Vec<String>> {
-    // An argv of one line: a newline or a tab in it is a slip of the shell far more often than
-    // an argument, and a script does not fit between commas anyway.
-    if text.chars().any(char::is_control) {
-        return Err(UserError::new(format!(
-            "invalid --image-container-command `{}`: a command is one line of arguments separated by commas, without newlines, tabs or other control characters",
-            crate::ui::shown(text)
-        ))
-        .help("pass the command on one line, such as `--image-container-command memcached,-m,64`; for a script, edit `COMMAND` in the controller")
-        .into());
-    }
-    let parts: Vec<String> = text.split(',').map(str::to_owned).collect();
-    if parts.iter().any(|part| part.trim().is_empty()) {
-        return Err(UserError::new(format!(
-            "invalid --image-container-command `{text}`: it has an empty argument"
-        ))
-        .help("separate the command and its arguments with single commas: `memcached,-m,64`")
-        .into());
-    }
-    Ok(parts)
 }

@@ -943,6 +943,11 @@ fn image_flags_are_checked_before_anything_is_written() {
     };
     let cases: &[(&[&str], &str, &str)] = &[
         (
+            &["--image-container-port=80"],
+            "--image-container-port can only be used with --image",
+            "add --image <image>, or drop --image-container-port",
+        ),
+        (
             &["--image="],
             "invalid image ``: the repository is empty: an image is `[registry[:port]/]repository[:tag][@sha256:digest]`",
             "pass a reference such as `--image memcached:1.6.26-alpine3.19` or `--image registry.example.com:5000/team/app:v1`",
@@ -1031,11 +1036,6 @@ fn image_flags_are_checked_before_anything_is_written() {
             &["--image=nginx", "--namespaced=false"],
             "--image scaffolds a namespaced kind and its controller: it cannot go with --namespaced=false",
             "drop --namespaced=false, or drop --image",
-        ),
-        (
-            &["--image-container-port=80"],
-            "--image-container-port can only be used with --image",
-            "add --image <image>, or drop --image-container-port",
         ),
         (
             &["--image=nginx", "--plugins=helm/v2-alpha"],
