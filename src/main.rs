@@ -15,7 +15,6 @@ mod project;
 mod rbac;
 mod runtime;
 mod scaffold;
-mod swap;
 mod tree;
 mod ui;
 mod versions;

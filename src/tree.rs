@@ -21,8 +21,8 @@ pub trait Tree {
     fn is_file(&self, relative: &Path) -> bool;
     /// Whether the file at `relative` exists and is read-only.
     fn is_read_only(&self, relative: &Path) -> bool;
-    /// Every file below `dir`, in path order, but those in folders `prune` says to leave out
-    /// (never entered: `runtime/target`).
+    /// Every entry below `dir` that is not a folder (files, links), in path order, but those in
+    /// folders `prune` says to leave out (never entered: `runtime/target`).
     fn files_below(
         &self,
         dir: &Path,
@@ -82,7 +82,7 @@ impl Tree for OnDisk<'_> {
                 Ok(None)
             }
             Err(_) if path.is_dir() => Err(UserError::new(format!(
-                "`{}` is a directory, where rsbuilder would write a file",
+                "`{}` is a directory, where rsbuilder expects a file",
                 relative.display()
             ))
             .help("move the directory away, then run the command again")
@@ -111,7 +111,8 @@ impl Tree for OnDisk<'_> {
             .filter_entry(|entry| !(entry.file_type().is_dir() && prune(&relative(entry.path()))));
         for entry in walk {
             let entry = entry.with_context(|| format!("failed to read `{}`", dir.display()))?;
-            if entry.file_type().is_file() {
+            // A link is listed, not followed: reading it reads what it points to.
+            if !entry.file_type().is_dir() {
                 files.push(relative(entry.path()));
             }
         }

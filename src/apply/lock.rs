@@ -34,7 +34,7 @@ pub fn lock(root: &Path) -> anyhow::Result<ProjectLock> {
         }
     }
     recover(root)?;
-    crate::swap::recover(root)?;
+    super::swap::recover(root)?;
     Ok(ProjectLock { _dir: dir })
 }
 

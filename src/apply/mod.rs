@@ -14,6 +14,7 @@ mod journal;
 mod lock;
 mod resolve;
 mod scratch;
+pub mod swap;
 mod write;
 
 use std::path::{Path, PathBuf};

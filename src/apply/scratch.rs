@@ -13,6 +13,10 @@ use crate::tree::Tree;
 /// before its copy is opened: a `dir` that is the tree's own folder gets it back as it was,
 /// never truncated first (as `fs::copy` does).
 pub fn carry(tree: &dyn Tree, relative: &Path, dir: &Path) -> anyhow::Result<bool> {
+    // A folder in its place is not the file: nothing to carry.
+    if !tree.is_file(relative) {
+        return Ok(false);
+    }
     let Some(bytes) = tree.read_bytes(relative)? else {
         return Ok(false);
     };

@@ -417,7 +417,9 @@ fn carry_helm_chart(
         .helm
         .as_ref()
         .expect("a Helm command comes from PROJECT's record");
-    if !OnDisk(root).is_file(Path::new(&record.manifests)) {
+    let tree = OnDisk(root);
+    let manifests = Path::new(&record.manifests);
+    if !tree.is_file(manifests) || tree.read_bytes(manifests)?.is_none() {
         return Err(UserError::new(format!(
             "PROJECT records a Helm chart made from `{}`, which does not exist",
             record.manifests
@@ -571,7 +573,7 @@ fn in_place(
     }
     refuse_what_git_cannot_restore(root)?;
     let exe = std::env::current_exe().context("failed to find the rsbuilder binary")?;
-    crate::swap::replace_tree(root, &project.project_name, |fresh| {
+    crate::apply::swap::replace_tree(root, &project.project_name, |fresh| {
         scaffold_again(root, project, &exe, commands, fresh)
     })?;
     ui::note(&format!(

@@ -275,7 +275,8 @@ fn largest_fields(crd: &serde_json::Value) -> Vec<(String, usize)> {
 
 fn orphans(root: &Path, crds: &BTreeMap<PathBuf, String>) -> anyhow::Result<Vec<PathBuf>> {
     let dir = Path::new(CRD_DIR);
-    let mut orphans = OnDisk(root).files_under(dir, "yaml")?;
+    let mut orphans = OnDisk(root).files_below(dir, &|folder| folder != dir)?;
+    orphans.retain(|path| path.extension().is_some_and(|e| e == "yaml"));
     orphans.retain(|path| path.parent() == Some(dir) && !crds.contains_key(path));
     Ok(orphans)
 }
@@ -283,7 +284,13 @@ fn orphans(root: &Path, crds: &BTreeMap<PathBuf, String>) -> anyhow::Result<Vec<
 fn check_files(root: &Path, files: &[PlannedFile], orphans: &[PathBuf]) -> anyhow::Result<()> {
     let mut stale = 0;
     for file in files {
-        let current = OnDisk(root).read(&file.path)?.unwrap_or_default();
+        // What cannot be read as text is stale, not an error: `generate` rewrites it.
+        let current = OnDisk(root)
+            .read_bytes(&file.path)
+            .ok()
+            .flatten()
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default();
         if current != file.contents {
             stale += 1;
             ui::file("stale", &file.path);

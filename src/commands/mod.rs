@@ -36,7 +36,7 @@ pub fn open() -> anyhow::Result<Open> {
     // was interrupted: the lock puts them back. The project is the nearer of the two roots.
     let root = match (
         project::find_root(&cwd),
-        crate::swap::interrupted_root(&cwd),
+        crate::apply::swap::interrupted_root(&cwd),
     ) {
         (_, Some((swapped, true))) => swapped,
         (Ok(root), Some((swapped, false))) if swapped.starts_with(&root) => swapped,
@@ -70,7 +70,6 @@ pub fn note_older_runtime(project: &project::Project) {
     }
 }
 
-/// Runs the parsed command line.
 /// Applies the plan of a command that scaffolds; whether it wrote (not with `--dry-run`).
 fn apply_plan(
     root: &std::path::Path,
@@ -82,6 +81,7 @@ fn apply_plan(
     Ok(!dry_run)
 }
 
+/// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Init(args) => init::run(args),

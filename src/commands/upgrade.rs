@@ -139,6 +139,9 @@ fn read_runtime(root: &Path) -> anyhow::Result<BTreeMap<PathBuf, Vec<u8>>> {
     let target = dir.join("target");
     let mut files = BTreeMap::new();
     for relative in tree.files_below(dir, &|folder| folder == target)? {
+        if relative == target {
+            continue;
+        }
         if let Some(bytes) = tree.read_bytes(&relative)? {
             files.insert(relative, bytes);
         }
@@ -260,6 +263,13 @@ fn plan(
     ))
 }
 
+/// The text of `relative` as a diff shows it: `None` when it cannot be read (missing, a
+/// folder), bytes that are not UTF-8 replaced.
+fn shown(root: &Path, relative: &Path) -> Option<String> {
+    let bytes = OnDisk(root).read_bytes(relative).ok()??;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// Prints a unified diff of every file the plan changes, and the files it removes, to stdout:
 /// the diff is what `--dry-run` was asked for, and `> upgrade.diff` keeps it.
 ///
@@ -274,7 +284,7 @@ fn show_diff(root: &Path, plan: &Plan) -> anyhow::Result<()> {
         }
     };
     for file in &plan.files {
-        let current = OnDisk(root).read(&file.path)?;
+        let current = shown(root, &file.path);
         if current.as_deref() != Some(file.contents.as_str()) {
             let path = file.path.to_string_lossy().replace('\\', "/");
             let before = current.as_deref().unwrap_or_default();
@@ -287,7 +297,7 @@ fn show_diff(root: &Path, plan: &Plan) -> anyhow::Result<()> {
         }
     }
     for path in &plan.removals {
-        let current = OnDisk(root).read(path)?.unwrap_or_default();
+        let current = shown(root, path).unwrap_or_default();
         let path = path.to_string_lossy().replace('\\', "/");
         push(diff::unified(&path, &current, "", usize::MAX).replacen(
             &format!("+++ b/{path}\n"),

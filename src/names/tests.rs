@@ -564,3 +564,44 @@ fn a_kind_is_named_once_as_kubernetes_prints_it() {
     assert_eq!(api_crate("otp-operator"), "otp-operator-api");
     assert_eq!(api_crate_ident("otp-operator"), "otp_operator_api");
 }
+
+#[test]
+fn an_images_options_are_checked_by_their_rules() {
+    for (port, want) in [
+        ("1", Some(1)),
+        ("11211", Some(11211)),
+        ("65535", Some(65535)),
+        ("0", None),
+        ("65536", None),
+        ("-1", None),
+        ("80a", None),
+        ("", None),
+    ] {
+        assert_eq!(container_port(port).ok(), want, "{port:?}");
+    }
+    let refusal = container_port("0").unwrap_err();
+    assert_eq!(
+        refusal.to_string(),
+        "invalid --image-container-port `0`: a port is a number from 1 to 65535"
+    );
+    for (user, want) in [
+        ("1", Some(1)),
+        ("1001", Some(1001)),
+        ("2147483647", Some(2_147_483_647)),
+        ("0", None),
+        ("-1", None),
+        ("2147483648", None),
+        ("root", None),
+    ] {
+        assert_eq!(run_as_user(user).ok(), want, "{user:?}");
+    }
+    assert!(run_as_user("0").unwrap_err().help_text().is_some());
+    assert_eq!(
+        container_command("memcached,-m,64").unwrap(),
+        ["memcached", "-m", "64"]
+    );
+    assert_eq!(container_command("nginx").unwrap(), ["nginx"]);
+    for refused in ["a,,b", ",a", "a,", "a\nb", "a\tb", " "] {
+        assert!(container_command(refused).is_err(), "{refused:?}");
+    }
+}

@@ -69,8 +69,7 @@ fn a_write_in_two_parts_is_one_write() {
     })
     .unwrap_err();
     assert!(
-        format!("{error:#}")
-            .starts_with("`new` is a directory, where rsbuilder would write a file"),
+        format!("{error:#}").starts_with("`new` is a directory, where rsbuilder expects a file"),
         "{error:#}"
     );
     assert_eq!(snapshot(root), before);
@@ -281,6 +280,30 @@ fn writes_make_only_the_missing_folders_and_journal_what_they_replace() {
         fs::read_to_string(root.join("src/vanished.rs")).unwrap(),
         "src/vanished.rs new"
     );
+}
+
+/// A file of the project is carried into a new tree whole, its folders made; what is not a
+/// file there (missing, a folder) is not carried, and says so.
+#[test]
+fn carry_copies_a_file_of_the_tree_and_nothing_else() {
+    let project = tempfile::tempdir().unwrap();
+    fs::create_dir_all(project.path().join("dist/chart")).unwrap();
+    fs::write(
+        project.path().join("dist/install.yaml"),
+        b"kind: List\n\xff",
+    )
+    .unwrap();
+    let tree = crate::tree::OnDisk(project.path());
+    let fresh = tempfile::tempdir().unwrap();
+    assert!(carry(&tree, Path::new("dist/install.yaml"), fresh.path()).unwrap());
+    assert_eq!(
+        fs::read(fresh.path().join("dist/install.yaml")).unwrap(),
+        b"kind: List\n\xff"
+    );
+    assert!(!carry(&tree, Path::new("dist/chart"), fresh.path()).unwrap());
+    assert!(!carry(&tree, Path::new("dist/values.yaml"), fresh.path()).unwrap());
+    assert!(!fresh.path().join("dist/chart").exists());
+    assert!(!fresh.path().join("dist/values.yaml").exists());
 }
 
 #[test]

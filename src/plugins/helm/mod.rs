@@ -4,7 +4,7 @@
 //! Every object of the install file has a template in the chart: the CRDs, RBAC objects and
 //! webhook configurations are the install file's own objects with their names, namespaces and
 //! references turned into the release's; the manager, its Services, cert-manager's objects, the
-//! ServiceMonitor and the NetworkPolicies are written from `static/`, driven by `values.yaml`
+//! ServiceMonitor and the NetworkPolicies come from the `helm*` template sets, driven by `values.yaml`
 //! under kubebuilder's keys. Every value may be removed (`--set key=null`): a template reads
 //! each section through a default. `values.schema.json` refuses values of the wrong type.
 //!
@@ -33,7 +33,7 @@ use crate::tree::Tree;
 
 use super::{AddedBy, Edit, EditPlugin, Plugin, edit_words};
 
-pub use crate::project::{DEFAULT_MANIFESTS, DEFAULT_OUTPUT, check_path};
+use crate::project::{DEFAULT_MANIFESTS, DEFAULT_OUTPUT, check_path};
 
 /// The plugin's keys and options.
 pub const PLUGIN: Plugin = Plugin {
@@ -120,7 +120,7 @@ const GENERATED: &str =
 
 /// Where the chart comes from and goes.
 #[derive(Debug, Clone)]
-pub struct Options {
+struct Options {
     /// The kustomize output, relative to the project root.
     pub manifests: String,
     /// The directory that holds `chart/`, relative to the project root.
@@ -171,7 +171,7 @@ impl Install {
 }
 
 /// The chart's files for the project in `tree`.
-pub fn files(
+fn files(
     tree: &dyn Tree,
     project: &crate::project::Project,
     options: &Options,
@@ -311,7 +311,7 @@ use serde::Deserialize as _;
 /// The templates a chart of an earlier run holds that this run does not write: every file under
 /// `chart/templates/` that begins with the plugin's mark (the user's own templates never do).
 /// Their objects left the install file.
-pub fn stale_templates(
+fn stale_templates(
     tree: &dyn Tree,
     output: &str,
     planned: &[PlannedFile],
@@ -379,6 +379,7 @@ struct ChartContext<'a> {
     /// The webhook configurations and converted CRDs whose CA bundle the manager sets itself
     /// without cert-manager (`certificates-rbac.yaml`).
     webhook_configurations: Vec<objects::Configurations>,
+    /// The CRDs whose conversion webhook the manager's CA bundle reaches.
     converted_crds: Vec<&'a str>,
 }
 
@@ -538,14 +539,13 @@ fn templates(
     // one name): the later is numbered.
     let mut seen = BTreeSet::new();
     for file in &mut out {
-        let path = file.path.to_string_lossy().into_owned();
-        let mut candidate = path.clone();
+        let path = file.path.clone();
+        let stem = path.file_stem().unwrap_or_default().to_string_lossy();
         let mut n = 2;
-        while !seen.insert(candidate.clone()) {
-            candidate = path.replacen(".yaml", &format!("-{n}.yaml"), 1);
+        while !seen.insert(file.path.clone()) {
+            file.path = path.with_file_name(format!("{stem}-{n}.yaml"));
             n += 1;
         }
-        file.path = PathBuf::from(candidate);
     }
     Ok(out)
 }
@@ -554,7 +554,7 @@ fn templates(
 /// targets once (a Makefile that has them is left alone), and the workflow that tests the chart
 /// is written when missing (`reset`, from `--reset-workflows`, rewrites it). `planned` holds what the command writes
 /// already, which these build on.
-pub fn project_files(
+fn project_files(
     tree: &dyn Tree,
     project: &crate::project::Project,
     record: &crate::project::HelmRecord,
@@ -614,6 +614,37 @@ pub fn project_files(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Role and a ClusterRole of one name map to one file name: the later is numbered, in
+    /// its file name only, wherever the chart goes.
+    #[test]
+    fn templates_of_one_name_are_numbered_by_file_name() {
+        let objects = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op-controller-manager\n  namespace: op-system\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        image: op:v1\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: op-reader\n  namespace: op-system\nrules: []\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: op-reader\nrules: []\n";
+        let install = Install {
+            chart: "op".into(),
+            prefix: "op-".into(),
+            namespace: "op-system".into(),
+            namespaced: false,
+            objects: serde_yaml::Deserializer::from_str(objects)
+                .map(|d| Value::deserialize(d).unwrap())
+                .collect(),
+        };
+        let defaults = values::Defaults::of(&install).unwrap();
+        let chart = Path::new("x.yaml/chart");
+        let paths: Vec<PathBuf> = templates(&install, &defaults, chart)
+            .unwrap()
+            .into_iter()
+            .map(|f| f.path)
+            .filter(|p| p.starts_with("x.yaml/chart/templates/rbac"))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                Path::new("x.yaml/chart/templates/rbac/reader.yaml"),
+                Path::new("x.yaml/chart/templates/rbac/reader-2.yaml"),
+            ]
+        );
+    }
 
     #[test]
     fn only_the_plugins_own_text_is_filled_in() {

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context as _;
 
-use crate::apply::{self, Scratch};
+use super::{self as apply, Scratch};
 use crate::ui::{self, UserError};
 
 /// The folder of the project that holds the swap while it is made.
@@ -591,6 +591,22 @@ mod tests {
         assert_eq!(Step::parse("staged x"), None);
         assert_eq!(Step::parse("finished"), None);
         assert_eq!(Step::parse("undone"), Some(Step::Undone));
+    }
+
+    /// A finish killed after it removed the journal, with the staging folder left, is finished
+    /// by the next lock: the folder goes, the project's entries stay.
+    #[test]
+    fn a_finish_interrupted_after_its_journal_went_is_finished() {
+        let parent = tempfile::tempdir().unwrap();
+        let root = project_dir(parent.path());
+        let before = entries(&root);
+        fs::create_dir_all(root.join(STAGING).join(OLD)).unwrap();
+        finish(&root.join(STAGING)).unwrap();
+        assert!(!root.join(STAGING).exists());
+        fs::create_dir_all(root.join(STAGING)).unwrap();
+        recover(&root).unwrap();
+        assert!(!root.join(STAGING).exists());
+        assert_eq!(entries(&root), before);
     }
 
     /// An undo killed while it removed what was left finishes that removal the next time, and
