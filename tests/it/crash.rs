@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::Workspace;
+use crate::support::{APP, INIT, Workspace};
 
 /// How many kill points a command may have before the test calls it a runaway.
 const MOST_KILL_POINTS: usize = 600;
@@ -189,7 +189,7 @@ fn ctrl_c_while_writing_undoes_the_writes() {
         return;
     };
     let base = Workspace::new("interrupted-operator");
-    base.run(&["init", "--domain", "example.com"]).success();
+    base.run(INIT).success();
     let old = base.snapshot();
     let command = [
         "create",
@@ -253,43 +253,18 @@ fn ctrl_c_while_writing_undoes_the_writes() {
 
 #[test]
 fn init_killed_at_any_write_leaves_no_half_project() {
-    survives_every_kill(&[], &["init", "--domain", "example.com"], nothing);
+    survives_every_kill(&[], INIT, nothing);
 }
 
 #[test]
 fn create_api_killed_at_any_write_leaves_no_half_project() {
-    survives_every_kill(
-        &[&["init", "--domain", "example.com"]],
-        &[
-            "create",
-            "api",
-            "--group",
-            "apps",
-            "--version",
-            "v1",
-            "--kind",
-            "Cache",
-        ],
-        nothing,
-    );
+    survives_every_kill(&[INIT], APP, nothing);
 }
 
 #[test]
 fn create_webhook_killed_at_any_write_leaves_no_half_project() {
     survives_every_kill(
-        &[
-            &["init", "--domain", "example.com"],
-            &[
-                "create",
-                "api",
-                "--group",
-                "apps",
-                "--version",
-                "v1",
-                "--kind",
-                "Cache",
-            ],
-        ],
+        &[INIT, APP],
         &[
             "create",
             "webhook",
@@ -308,32 +283,12 @@ fn create_webhook_killed_at_any_write_leaves_no_half_project() {
 
 #[test]
 fn edit_killed_at_any_write_leaves_no_half_project() {
-    survives_every_kill(
-        &[
-            &["init", "--domain", "example.com"],
-            &[
-                "create",
-                "api",
-                "--group",
-                "apps",
-                "--version",
-                "v1",
-                "--kind",
-                "Cache",
-            ],
-        ],
-        &["edit", "--namespaced"],
-        nothing,
-    );
+    survives_every_kill(&[INIT, APP], &["edit", "--namespaced"], nothing);
 }
 
 #[test]
 fn upgrade_killed_at_any_write_leaves_no_half_project() {
-    survives_every_kill(
-        &[&["init", "--domain", "example.com"]],
-        &["upgrade"],
-        crate::upgrade::make_runtime_older,
-    );
+    survives_every_kill(&[INIT], &["upgrade"], crate::upgrade::make_runtime_older);
 }
 
 /// `alpha generate --force` killed at each write of its own (the commands it runs write in a
@@ -343,19 +298,7 @@ fn upgrade_killed_at_any_write_leaves_no_half_project() {
 #[test]
 fn alpha_generate_force_killed_at_any_write_leaves_no_half_project() {
     survives_every_kill_of(
-        &[
-            &["init", "--domain", "example.com"],
-            &[
-                "create",
-                "api",
-                "--group",
-                "apps",
-                "--version",
-                "v1",
-                "--kind",
-                "Cache",
-            ],
-        ],
+        &[INIT, APP],
         &["alpha", "generate", "--force"],
         |ws| {
             // What the swap replaces or removes: a scaffold file edited, and a file of the user's.
@@ -547,7 +490,7 @@ fn project_writes(
 fn two_commands_at_once_both_take_effect() {
     for round in 0..5 {
         let ws = Workspace::new("concurrent-operator");
-        ws.run(&["init", "--domain", "example.com"]).success();
+        ws.run(INIT).success();
         let start = |kind: &str| {
             Command::new(binary())
                 .current_dir(ws.root())
@@ -596,7 +539,7 @@ fn ctrl_c_after_the_writes_ends_the_command() {
     use std::process::Stdio;
     use std::time::{Duration, Instant};
     let ws = Workspace::new("interrupted-operator");
-    ws.run(&["init", "--domain", "example.com"]).success();
+    ws.run(INIT).success();
     let bin = tempfile::tempdir().unwrap();
     let (cargo, started) = (bin.path().join("cargo"), bin.path().join("started"));
     crate::support::write_executable(

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{Workspace, snapshot};
+use crate::support::{APP, INIT, Workspace, snapshot};
 
 /// Pieces the random values are made of: what breaks string literals, YAML scalars, TOML
 /// strings, Tera templates, shells and terminals, between ordinary characters.
@@ -147,17 +147,6 @@ struct Flag {
     valid: &'static str,
 }
 
-const APP: &[&str] = &[
-    "create",
-    "api",
-    "--group",
-    "apps",
-    "--version",
-    "v1",
-    "--kind",
-    "Cache",
-];
-const INIT: &[&str] = &["init", "--domain", "example.com"];
 const V2: &[&str] = &[
     "create",
     "api",

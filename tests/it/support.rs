@@ -170,3 +170,18 @@ pub fn write_executable(path: &Path, text: &str) {
     let status = child.wait().unwrap();
     assert!(status.success(), "could not write {}", path.display());
 }
+
+/// `init` of the projects the tests scaffold.
+pub const INIT: &[&str] = &["init", "--domain", "example.com"];
+
+/// `create api` of their one kind, `apps/v1` `Cache`.
+pub const APP: &[&str] = &[
+    "create",
+    "api",
+    "--group",
+    "apps",
+    "--version",
+    "v1",
+    "--kind",
+    "Cache",
+];

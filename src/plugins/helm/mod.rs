@@ -611,6 +611,25 @@ fn project_files(
     Ok(files)
 }
 
+/// The install file of a project `op` (kustomize's prefix `op-`, namespace `op-system`)
+/// holding `objects`, for the tests.
+#[cfg(test)]
+pub(crate) fn op_install(objects: &str) -> Install {
+    Install {
+        chart: "op".into(),
+        prefix: "op-".into(),
+        namespace: "op-system".into(),
+        namespaced: false,
+        objects: serde_yaml::Deserializer::from_str(objects)
+            .map(|d| Value::deserialize(d).unwrap())
+            .collect(),
+    }
+}
+
+/// The manager's Deployment of [`op_install`], as the first document of an install file.
+#[cfg(test)]
+pub(crate) const OP_DEPLOYMENT: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op-controller-manager\n  namespace: op-system\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        image: op:v1\n---\n";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -619,16 +638,10 @@ mod tests {
     /// its file name only, wherever the chart goes.
     #[test]
     fn templates_of_one_name_are_numbered_by_file_name() {
-        let objects = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op-controller-manager\n  namespace: op-system\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        image: op:v1\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: op-reader\n  namespace: op-system\nrules: []\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: op-reader\nrules: []\n";
-        let install = Install {
-            chart: "op".into(),
-            prefix: "op-".into(),
-            namespace: "op-system".into(),
-            namespaced: false,
-            objects: serde_yaml::Deserializer::from_str(objects)
-                .map(|d| Value::deserialize(d).unwrap())
-                .collect(),
-        };
+        let objects = &format!(
+            "{OP_DEPLOYMENT}apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: op-reader\n  namespace: op-system\nrules: []\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: op-reader\nrules: []\n"
+        );
+        let install = op_install(objects);
         let defaults = values::Defaults::of(&install).unwrap();
         let chart = Path::new("x.yaml/chart");
         let paths: Vec<PathBuf> = templates(&install, &defaults, chart)
@@ -648,16 +661,10 @@ mod tests {
 
     #[test]
     fn only_the_plugins_own_text_is_filled_in() {
-        let objects = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op-controller-manager\n  namespace: op-system\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        image: op:v1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: op-settings\n  namespace: op-system\ndata:\n  text: CHART REPOSITORY METRICS_PORT SECTION\n";
-        let install = Install {
-            chart: "op".into(),
-            prefix: "op-".into(),
-            namespace: "op-system".into(),
-            namespaced: false,
-            objects: serde_yaml::Deserializer::from_str(objects)
-                .map(|d| Value::deserialize(d).unwrap())
-                .collect(),
-        };
+        let objects = &format!(
+            "{OP_DEPLOYMENT}apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: op-settings\n  namespace: op-system\ndata:\n  text: CHART REPOSITORY METRICS_PORT SECTION\n"
+        );
+        let install = op_install(objects);
         let defaults = values::Defaults::of(&install).unwrap();
         let templates = templates(&install, &defaults, Path::new("chart")).unwrap();
         let find = |path: &str| {

@@ -507,17 +507,7 @@ pub fn self_managed(install: &Install) -> (Vec<Configurations>, Vec<&str>) {
 mod tests {
     use super::*;
 
-    fn install(objects: &str) -> Install {
-        Install {
-            chart: "op".into(),
-            prefix: "op-".into(),
-            namespace: "op-system".into(),
-            namespaced: false,
-            objects: serde_yaml::Deserializer::from_str(objects)
-                .map(|d| serde::Deserialize::deserialize(d).unwrap())
-                .collect(),
-        }
-    }
+    use crate::plugins::helm::op_install as install;
 
     const OBJECTS: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op-controller-manager\n  namespace: op-system\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        image: op:v1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: op-settings\n  namespace: op-system\n  labels:\n    app.kubernetes.io/name: op\n    tier: backend\ndata:\n  greeting: 'hello {{ .Values.x }} CHART PORT'\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\n  namespace: other\n";
 

@@ -639,6 +639,32 @@ fn insert_in_section(text: &str, key: &str, lines: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    /// The keys the template reads when set are listed in lines of at most 92 characters,
+    /// those the install file sets left out.
+    #[test]
+    fn the_keys_read_when_set_are_listed_in_lines_of_92() {
+        let install = crate::plugins::helm::op_install(crate::plugins::helm::OP_DEPLOYMENT);
+        let mut d = Defaults::of(&install).unwrap();
+        d.manager_extras.clear();
+        let lines = also_read(&d);
+        assert_eq!(
+            lines,
+            [
+                " Also read when set: labels, annotations, pod.labels, pod.annotations, imagePullSecrets,",
+                " priorityClassName, strategy, topologySpreadConstraints, extraVolumes, extraVolumeMounts.",
+            ]
+        );
+        assert!(lines.iter().all(|line| "  #".len() + line.len() <= 92));
+        d.manager_extras = EXTRA_KEYS
+            .iter()
+            .filter(|key| **key != "strategy")
+            .map(|key| (*key, Value::Null))
+            .collect();
+        assert_eq!(also_read(&d), [" Also read when set: strategy."]);
+        d.manager_extras.push(("strategy", Value::Null));
+        assert!(also_read(&d).is_empty());
+    }
+
     #[test]
     fn images_split_into_repository_and_tag() {
         assert_eq!(
