@@ -527,13 +527,7 @@ fn templates(
 ) -> anyhow::Result<Vec<PlannedFile>> {
     let mut out = fixed_templates(install, defaults, chart_dir)?;
     for object in &install.objects {
-        if let Some((path, contents)) = objects::template(install, defaults, object)? {
-            out.push(PlannedFile {
-                path: chart_dir.join("templates").join(path),
-                contents,
-                policy: Policy::Regenerated,
-            });
-        }
+        out.extend(objects::template(install, defaults, object, chart_dir)?);
     }
     // Two objects of the install file may map to one file name (a Role and a ClusterRole of
     // one name): the later is numbered.

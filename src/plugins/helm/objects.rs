@@ -1,136 +1,209 @@
 //! The templates made from the install file's own objects: CRDs, RBAC, webhook configurations
 //! and whatever else the user's kustomization adds.
 //!
-//! An object is turned into a template by putting marks (`PLACEHOLDER` and a number) where the
-//! release decides a value or a line, serializing it, escaping what Go templates would read in
-//! the install file's own text (`{{`), and replacing each mark by its template text.
+//! Where the release decides a value or a whole line, the object gets a mark (`PLACEHOLDER` and
+//! a number) standing for a [`Mark`]. The object is serialized, its lines are read back as text
+//! and marks ([`Line`]), and `templates/helm-object` renders them: the install file's own text
+//! escaped where Go templates would read it (`{{`), each mark as its Helm template text.
 
-use std::fmt::Write as _;
+use std::path::Path;
 
+use serde::Serialize;
 use serde_yaml::{Mapping, Value};
 
+use super::Install;
 use super::fields::{at_mut, kind, name, str_at};
 use super::values::Defaults;
-use super::{GENERATED, Install};
+use crate::scaffold::{PlannedFile, Policy, render_set};
 
 /// The text of every mark; the install file may not hold it.
 pub const PLACEHOLDER: &str = "RSBUILDER_HELM_MARK_";
-/// In a line mark's template: the line's indentation, for `nindent`.
-const INDENT: &str = "RSBUILDER_HELM_MARK_INDENT";
 
-/// `{{ include "CHART.resourceName" ... }}` for `suffix`.
-fn resource_name(suffix: &str) -> String {
-    format!(
-        "{{{{ include \"CHART.resourceName\" (dict \"suffix\" {} \"context\" $) }}}}",
-        go_string(suffix)
-    )
+/// What the release decides in an object, rendered by `templates/helm-object/_marks`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Mark {
+    /// A value: the release's name of the install file's object whose name ends in `suffix`.
+    ResourceName { suffix: String },
+    /// A value: `Role` or `ClusterRole` (`role` is `Role` or `RoleBinding`) as
+    /// `rbac.namespaced` says, `namespaced` by default.
+    RoleKind {
+        role: &'static str,
+        namespaced: bool,
+    },
+    /// A value: the release's namespace.
+    ReleaseNamespace,
+    /// A value: the manager's ServiceAccount.
+    ServiceAccountName,
+    /// A line: the manager role's namespace, there while `rbac.namespaced`.
+    RoleNamespace { namespaced: bool },
+    /// A line: the chart's labels.
+    Labels,
+    /// A line: the annotations that hold while a toggle is on, among the object's own
+    /// annotations (`own`), or the whole `annotations:` key, conditional itself, when the object
+    /// has none (a key with nothing under it would be null).
+    Annotations {
+        own: bool,
+        conditional: Vec<Annotation>,
+    },
+    /// A line: a CRD's conversion, there while `webhook.enabled`.
+    Conversion { lines: Vec<Line> },
 }
 
-/// A Go template string literal.
-fn go_string(text: &str) -> String {
-    serde_json::to_string(text).expect("a string serializes")
+/// An annotation the chart adds while a toggle is on.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Annotation {
+    /// cert-manager's CA injection from the release's `certificate`, while `certManager.enabled`.
+    InjectCa { certificate: String },
+    /// `helm.sh/resource-policy: keep` on a CRD, while `crd.keep`.
+    Keep,
 }
 
-/// Marks put into an object, and the template text each stands for.
-struct Marks {
-    /// The chart's name, which the helpers' names (`"CHART.labels"`) take.
-    chart: String,
-    /// Marks of a scalar value: replaced where they stand.
-    values: Vec<String>,
-    /// Marks of a whole `key: value` line: replaced by lines at the line's indentation.
-    lines: Vec<String>,
+/// A condition of the chart's values.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Condition {
+    /// `section.key` (`enabled` when `key` is `None`), `default` when unset.
+    Enabled {
+        section: &'static str,
+        default: bool,
+        key: Option<&'static str>,
+    },
+    /// The RBAC helper roles (`rbac.helpers`), off by default.
+    RbacHelpers,
+    /// The metrics authentication roles: metrics enabled (`default` when unset) and secure.
+    MetricsAuth { default: bool },
 }
+
+/// `section.enabled`, `default` when unset.
+fn enabled(section: &'static str, default: bool) -> Condition {
+    Condition::Enabled {
+        section,
+        default,
+        key: None,
+    }
+}
+
+/// One line of an object's YAML: a line mark, or text and value marks.
+#[derive(Debug, Clone, Serialize)]
+struct Line {
+    indent: String,
+    mark: Option<Mark>,
+    parts: Vec<Part>,
+}
+
+/// The install file's text, or a value mark.
+#[derive(Debug, Clone, Serialize)]
+struct Part {
+    text: Option<String>,
+    mark: Option<Mark>,
+}
+
+/// The marks put into an object.
+#[derive(Default)]
+struct Marks(Vec<Mark>);
 
 impl Marks {
-    fn new(chart: &str) -> Self {
-        Marks {
-            chart: chart.to_owned(),
-            values: Vec::new(),
-            lines: Vec::new(),
-        }
+    /// A value that `mark` decides.
+    fn value(&mut self, mark: Mark) -> Value {
+        self.0.push(mark);
+        Value::String(format!("{PLACEHOLDER}V{}", self.0.len() - 1))
     }
 
-    /// `template` with the helpers' names made the chart's. Only the text of the marks is
-    /// filled in: the install file's own text may hold anything.
-    fn named(&self, template: &str) -> String {
-        template.replace("\"CHART.", &format!("\"{}.", self.chart))
+    /// A key whose whole `key: value` line `mark` decides.
+    fn line(&mut self, mark: Mark) -> Value {
+        self.0.push(mark);
+        Value::String(format!("{PLACEHOLDER}L{}", self.0.len() - 1))
     }
 
-    fn value(&mut self, template: String) -> Value {
-        self.values.push(self.named(&template));
-        Value::String(format!("{PLACEHOLDER}V{}", self.values.len() - 1))
-    }
-
-    fn line(&mut self, template: String) -> Value {
-        self.lines.push(self.named(&template));
-        Value::String(format!("{PLACEHOLDER}L{}", self.lines.len() - 1))
-    }
-
-    /// The object's YAML with the marks replaced.
-    fn render(&self, object: &Value) -> anyhow::Result<String> {
+    /// The lines of `object`'s YAML, its marks read back.
+    fn lines(&self, object: &Value) -> anyhow::Result<Vec<Line>> {
         let yaml = crate::yaml::to_string(object)?;
-        // What Go templates would read as an action, in the install file's own text.
-        let yaml = yaml.replace("{{", "{{ \"{{\" }}");
-        let mut out = String::new();
-        for line in yaml.lines() {
-            let trimmed = line.trim_start();
-            let indent = &line[..line.len() - trimmed.len()];
-            if let Some(rest) = trimmed
-                .strip_prefix(PLACEHOLDER)
-                .and_then(|r| r.strip_prefix('L'))
-            {
-                let index: usize = rest
-                    .split(':')
-                    .next()
-                    .and_then(|n| n.parse().ok())
-                    .expect("a line mark is a number followed by `: `");
-                let nindent = indent.len().to_string();
-                for template_line in self.lines[index].lines() {
-                    let template_line = template_line.replace(INDENT, &nindent);
-                    let _ = writeln!(out, "{indent}{template_line}");
-                }
-                continue;
-            }
-            let mut line = line.to_owned();
-            while let Some(start) = line.find(&format!("{PLACEHOLDER}V")) {
-                let digits: String = line[start + PLACEHOLDER.len() + 1..]
-                    .chars()
-                    .take_while(char::is_ascii_digit)
-                    .collect();
-                let index: usize = digits.parse().expect("a value mark ends in a number");
-                line.replace_range(
-                    start..start + PLACEHOLDER.len() + 1 + digits.len(),
-                    &self.values[index],
-                );
-            }
-            out.push_str(&line);
-            out.push('\n');
-        }
-        Ok(out)
+        Ok(yaml.lines().map(|line| self.read_line(line)).collect())
     }
+
+    fn read_line(&self, line: &str) -> Line {
+        let trimmed = line.trim_start();
+        let indent = line[..line.len() - trimmed.len()].to_owned();
+        let line_mark = format!("{PLACEHOLDER}L");
+        if let Some(rest) = trimmed.strip_prefix(&line_mark) {
+            return Line {
+                indent,
+                mark: Some(self.0[leading_number(rest)].clone()),
+                parts: Vec::new(),
+            };
+        }
+        let value_mark = format!("{PLACEHOLDER}V");
+        let mut parts = Vec::new();
+        let mut rest = trimmed;
+        while let Some(start) = rest.find(&value_mark) {
+            if start > 0 {
+                parts.push(text(&rest[..start]));
+            }
+            let after = &rest[start + value_mark.len()..];
+            let index = leading_number(after);
+            parts.push(Part {
+                text: None,
+                mark: Some(self.0[index].clone()),
+            });
+            rest = after.trim_start_matches(|c: char| c.is_ascii_digit());
+        }
+        if !rest.is_empty() {
+            parts.push(text(rest));
+        }
+        Line {
+            indent,
+            mark: None,
+            parts,
+        }
+    }
+}
+
+/// The number a mark ends in.
+fn leading_number(text: &str) -> usize {
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    text[..digits].parse().expect("a mark ends in a number")
+}
+
+fn text(text: &str) -> Part {
+    Part {
+        text: Some(text.to_owned()),
+        mark: None,
+    }
+}
+
+/// What `templates/helm-object` renders.
+#[derive(Serialize)]
+struct ObjectContext {
+    chart: String,
+    /// What gates the object, `None` when it is always rendered.
+    condition: Option<Condition>,
+    lines: Vec<Line>,
 }
 
 /// The section of the chart an object belongs to, and the toggle that gates it.
 struct Placement {
     folder: &'static str,
-    /// A Go template condition, or `None` for an object always rendered.
-    condition: Option<String>,
+    /// `None` for an object always rendered.
+    condition: Option<Condition>,
 }
 
-/// The template of `object`, with its path under `templates/`; `None` for the objects the
-/// static templates make.
+/// The template of `object` in the chart at `chart_dir`; `None` for the objects the static
+/// templates make.
 pub fn template(
     install: &Install,
     defaults: &Defaults,
     object: &Value,
-) -> anyhow::Result<Option<(String, String)>> {
+    chart_dir: &Path,
+) -> anyhow::Result<Option<PlannedFile>> {
     let kind = kind(object);
     let name = name(object);
     let suffix = install.suffix(name).to_owned();
     let Some(placement) = placement(kind, &suffix, object, defaults) else {
         return Ok(None);
     };
-    let mut marks = Marks::new(&install.chart);
+    let mut marks = Marks::default();
     let mut object = object.clone();
     mark_name_and_kind(install, defaults, &mut object, &mut marks, &suffix);
     mark_labels_and_annotations(install, &mut object, &mut marks);
@@ -138,16 +211,11 @@ pub fn template(
     if kind == "CustomResourceDefinition" {
         mark_conversion(install, &mut object, &mut marks)?;
     }
-    let body = marks.render(&object)?;
-    let mut out = String::new();
-    let _ = writeln!(out, "{GENERATED}");
-    if let Some(condition) = &placement.condition {
-        let _ = writeln!(out, "{{{{- if {} }}}}", marks.named(condition));
-    }
-    out.push_str(&body);
-    if placement.condition.is_some() {
-        out.push_str("{{- end }}\n");
-    }
+    let context = ObjectContext {
+        chart: install.chart.clone(),
+        condition: placement.condition,
+        lines: marks.lines(&object)?,
+    };
     let file = match kind {
         "CustomResourceDefinition" => name.to_owned(),
         "ServiceAccount" => format!("{suffix}-service-account"),
@@ -155,7 +223,16 @@ pub fn template(
         _ if placement.folder == "extra" => format!("{}-{suffix}", kind.to_lowercase()),
         _ => suffix.clone(),
     };
-    Ok(Some((format!("{}/{file}.yaml", placement.folder), out)))
+    let chart_dir = chart_dir.to_string_lossy();
+    let paths = [
+        ("chart_dir", chart_dir.as_ref()),
+        ("folder", placement.folder),
+        ("file", file.as_str()),
+    ];
+    let context = tera::Context::from_serialize(context)?;
+    let mut files = render_set("helm-object", &context, &paths, |_| Policy::Regenerated)?;
+    anyhow::ensure!(files.len() == 1, "the set helm-object makes one file");
+    Ok(files.pop())
 }
 
 /// Where an object's template goes and what gates it; `None` for the objects the static
@@ -210,17 +287,16 @@ fn mark_name_and_kind(
     let namespaced = str_at(object, &["metadata", "namespace"]) == Some(install.namespace.as_str());
     let is_manager_role =
         suffix == defaults.manager_role || suffix == defaults.manager_role_binding;
-    let kind_value = match kind.as_str() {
-        "Role" | "ClusterRole" if is_manager_role => {
-            Some(marks.value(role_kind("Role", install.namespaced)))
-        }
-        "RoleBinding" | "ClusterRoleBinding" if is_manager_role => {
-            Some(marks.value(role_kind("RoleBinding", install.namespaced)))
-        }
+    let role = match kind.as_str() {
+        "Role" | "ClusterRole" if is_manager_role => Some("Role"),
+        "RoleBinding" | "ClusterRoleBinding" if is_manager_role => Some("RoleBinding"),
         _ => None,
     };
-    if let Some(kind_value) = kind_value {
-        object["kind"] = kind_value;
+    if let Some(role) = role {
+        object["kind"] = marks.value(Mark::RoleKind {
+            role,
+            namespaced: install.namespaced,
+        });
     }
     let metadata = object
         .get_mut("metadata")
@@ -228,22 +304,19 @@ fn mark_name_and_kind(
         .expect("every object has metadata");
     // kustomize leaves some names without its prefix (CRDs): those stay as they are.
     if name.starts_with(install.prefix.as_str()) && !install.prefix.is_empty() {
-        metadata.insert("name".into(), marks.value(resource_name(suffix)));
+        let mark = Mark::ResourceName {
+            suffix: suffix.to_owned(),
+        };
+        metadata.insert("name".into(), marks.value(mark));
     }
     if is_manager_role {
         metadata.remove("namespace");
-        metadata.insert(
-            marks.line(
-                "{{- if include \"CHART.enabled\" (list .Values.rbac NAMESPACED \"namespaced\") }}\nnamespace: {{ .Release.Namespace }}\n{{- end }}"
-                    .replace("NAMESPACED", if install.namespaced { "true" } else { "false" }),
-            ),
-            Value::String(String::new()),
-        );
+        let mark = Mark::RoleNamespace {
+            namespaced: install.namespaced,
+        };
+        metadata.insert(marks.line(mark), Value::String(String::new()));
     } else if namespaced {
-        metadata.insert(
-            "namespace".into(),
-            marks.value("{{ .Release.Namespace }}".into()),
-        );
+        metadata.insert("namespace".into(), marks.value(Mark::ReleaseNamespace));
     }
 }
 
@@ -257,12 +330,7 @@ fn mark_labels_and_annotations(install: &Install, object: &mut Value, marks: &mu
         .and_then(Value::as_mapping_mut)
         .expect("every object has metadata");
     let mut labels = Mapping::new();
-    labels.insert(
-        marks.line(format!(
-            "{{{{- include \"CHART.labels\" . | nindent {INDENT} }}}}"
-        )),
-        Value::String(String::new()),
-    );
+    labels.insert(marks.line(Mark::Labels), Value::String(String::new()));
     let own = metadata
         .remove("labels")
         .and_then(|l| l.as_mapping().cloned());
@@ -286,60 +354,26 @@ fn mark_labels_and_annotations(install: &Install, object: &mut Value, marks: &mu
         .remove("cert-manager.io/inject-ca-from")
         .is_some()
     {
-        conditional.push((
-            enabled("certManager", true),
-            format!(
-                "cert-manager.io/inject-ca-from: {{{{ .Release.Namespace }}}}/{}",
-                resource_name(&install.suffix_of("Certificate", "serving-cert", "serving-cert"))
-            ),
-        ));
+        conditional.push(Annotation::InjectCa {
+            certificate: install.suffix_of("Certificate", "serving-cert", "serving-cert"),
+        });
     }
     if kind == "CustomResourceDefinition" {
-        conditional.push((
-            "include \"CHART.enabled\" (list .Values.crd true \"keep\")".to_owned(),
-            "helm.sh/resource-policy: keep".to_owned(),
-        ));
+        conditional.push(Annotation::Keep);
     }
-    if let Some(mark) = annotations_mark(!annotations.is_empty(), &conditional, marks) {
-        if annotations.is_empty() {
-            metadata.insert(mark, Value::String(String::new()));
-        } else {
-            annotations.insert(mark, Value::String(String::new()));
-            metadata.insert("annotations".into(), Value::Mapping(annotations));
-        }
-    }
-}
-
-/// The mark of the annotations that hold while a toggle is on, `(condition, line)`: lines
-/// among the object's own annotations (`own`), or the whole `annotations:` key, conditional
-/// itself, when the object has none (a key with nothing under it would be null).
-fn annotations_mark(
-    own: bool,
-    conditional: &[(String, String)],
-    marks: &mut Marks,
-) -> Option<Value> {
     if conditional.is_empty() {
-        return None;
+        return;
     }
-    let lines: Vec<String> = conditional
-        .iter()
-        .map(|(condition, line)| format!("{{{{- if {condition} }}}}\n{line}\n{{{{- end }}}}"))
-        .collect();
-    if own {
-        return Some(marks.line(lines.join("\n")));
+    let mark = marks.line(Mark::Annotations {
+        own: !annotations.is_empty(),
+        conditional,
+    });
+    if annotations.is_empty() {
+        metadata.insert(mark, Value::String(String::new()));
+    } else {
+        annotations.insert(mark, Value::String(String::new()));
+        metadata.insert("annotations".into(), Value::Mapping(annotations));
     }
-    let any = conditional
-        .iter()
-        .map(|(condition, _)| format!("({condition})"))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let mut text = format!("{{{{- if or {any} }}}}\nannotations:");
-    for line in lines.iter().flat_map(|l| l.lines()) {
-        text.push_str("\n  ");
-        text.push_str(line);
-    }
-    text.push_str("\n{{- end }}");
-    Some(marks.line(text))
 }
 
 /// References to the release's objects: a binding's role and subjects, and the webhook
@@ -353,10 +387,13 @@ fn mark_references(install: &Install, defaults: &Defaults, object: &mut Value, m
             .to_owned();
         let ref_suffix = install.suffix(&ref_name).to_owned();
         if install.objects.iter().any(|o| self::name(o) == ref_name) {
-            role_ref["name"] = marks.value(resource_name(&ref_suffix));
             if ref_suffix == defaults.manager_role {
-                role_ref["kind"] = marks.value(role_kind("Role", install.namespaced));
+                role_ref["kind"] = marks.value(Mark::RoleKind {
+                    role: "Role",
+                    namespaced: install.namespaced,
+                });
             }
+            role_ref["name"] = marks.value(Mark::ResourceName { suffix: ref_suffix });
         }
     }
     if let Some(Value::Sequence(subjects)) = at_mut(object, &["subjects"]) {
@@ -365,9 +402,8 @@ fn mark_references(install: &Install, defaults: &Defaults, object: &mut Value, m
                 && subject.get("namespace").and_then(Value::as_str)
                     == Some(install.namespace.as_str())
             {
-                subject["name"] =
-                    marks.value("{{ include \"CHART.serviceAccountName\" $ }}".into());
-                subject["namespace"] = marks.value("{{ .Release.Namespace }}".into());
+                subject["name"] = marks.value(Mark::ServiceAccountName);
+                subject["namespace"] = marks.value(Mark::ReleaseNamespace);
             }
         }
     }
@@ -398,12 +434,9 @@ fn mark_conversion(install: &Install, object: &mut Value, marks: &mut Marks) -> 
         }
         let mut wrapped = Mapping::new();
         wrapped.insert("conversion".into(), conversion);
-        let text = marks.render(&Value::Mapping(wrapped))?;
-        let line = marks.line(format!(
-            "{{{{- if include \"CHART.enabled\" (list .Values.webhook true) }}}}\n{}{{{{- end }}}}",
-            text
-        ));
-        replace_key(spec, "conversion", line);
+        let lines = marks.lines(&Value::Mapping(wrapped))?;
+        let mark = marks.line(Mark::Conversion { lines });
+        replace_key(spec, "conversion", mark);
     }
     Ok(())
 }
@@ -415,35 +448,20 @@ fn object_group(object: &Value) -> &str {
         .map_or("", |(group, _)| group)
 }
 
-/// `include "CHART.enabled"` of `section.enabled`, with its default.
-fn enabled(section: &str, default: bool) -> String {
-    format!("include \"CHART.enabled\" (list .Values.{section} {default})")
-}
-
 /// The toggles of an RBAC object, by its name.
-fn rbac_condition(suffix: &str, defaults: &Defaults) -> Option<String> {
+fn rbac_condition(suffix: &str, defaults: &Defaults) -> Option<Condition> {
     if ["-admin-role", "-editor-role", "-viewer-role"]
         .iter()
         .any(|end| suffix.ends_with(end))
     {
-        return Some(
-            "include \"CHART.enabled\" (list (.Values.rbac | default dict).helpers false)".into(),
-        );
+        return Some(Condition::RbacHelpers);
     }
     if suffix.starts_with("metrics-auth") || suffix == "metrics-reader" {
-        return Some(format!(
-            "and ({}) (include \"CHART.enabled\" (list .Values.metrics true \"secure\"))",
-            enabled("metrics", defaults.metrics)
-        ));
+        return Some(Condition::MetricsAuth {
+            default: defaults.metrics,
+        });
     }
     None
-}
-
-/// `Role` or `ClusterRole` (`RoleBinding` or `ClusterRoleBinding`) as `rbac.namespaced` says.
-fn role_kind(kind: &str, namespaced: bool) -> String {
-    format!(
-        "{{{{ if include \"CHART.enabled\" (list .Values.rbac {namespaced} \"namespaced\") }}}}{kind}{{{{ else }}}}Cluster{kind}{{{{ end }}}}"
-    )
 }
 
 /// A webhook client's Service: the release's, in the release's namespace.
@@ -451,10 +469,10 @@ fn service_reference(install: &Install, marks: &mut Marks, service: &mut Value) 
     let service_name = service
         .get("name")
         .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    service["name"] = marks.value(resource_name(install.suffix(&service_name)));
-    service["namespace"] = marks.value("{{ .Release.Namespace }}".into());
+        .unwrap_or_default();
+    let suffix = install.suffix(service_name).to_owned();
+    service["name"] = marks.value(Mark::ResourceName { suffix });
+    service["namespace"] = marks.value(Mark::ReleaseNamespace);
 }
 
 /// Replaces `key` of `map` by a line mark, in its place.
@@ -515,10 +533,14 @@ mod tests {
     fn the_install_files_own_text_is_escaped_and_its_names_follow_the_release() {
         let install = install(OBJECTS);
         let defaults = Defaults::of(&install).unwrap();
-        let (path, text) = template(&install, &defaults, &install.objects[1])
+        let file = template(&install, &defaults, &install.objects[1], Path::new("chart"))
             .unwrap()
             .unwrap();
-        assert_eq!(path, "extra/configmap-settings.yaml");
+        let (path, text) = (file.path, file.contents);
+        assert_eq!(
+            path,
+            Path::new("chart/templates/extra/configmap-settings.yaml")
+        );
         assert_eq!(
             text,
             "{{/* Code generated by rsbuilder edit --plugins=helm/v2-alpha. DO NOT EDIT. */}}\n\
@@ -534,14 +556,15 @@ mod tests {
                greeting: hello {{ \"{{\" }} .Values.x }} CHART PORT\n"
         );
         // A name kustomize did not prefix is kept; so is a namespace that is not the project's.
-        let (_, text) = template(&install, &defaults, &install.objects[2])
+        let text = template(&install, &defaults, &install.objects[2], Path::new("chart"))
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .contents;
         assert!(text.contains("\n  name: shared\n"), "{text}");
         assert!(text.contains("\n  namespace: other\n"), "{text}");
         // The manager's Deployment is the static template's.
         assert!(
-            template(&install, &defaults, &install.objects[0])
+            template(&install, &defaults, &install.objects[0], Path::new("chart"))
                 .unwrap()
                 .is_none()
         );
@@ -552,10 +575,14 @@ mod tests {
         let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: things.example.com\n  annotations:\n    cert-manager.io/inject-ca-from: op-system/op-serving-cert\n    note: '{{ x }}'\nspec:\n  group: example.com\n";
         let install = install(&format!("{OBJECTS}---\n{crd}"));
         let defaults = Defaults::of(&install).unwrap();
-        let (path, text) = template(&install, &defaults, &install.objects[3])
+        let file = template(&install, &defaults, &install.objects[3], Path::new("chart"))
             .unwrap()
             .unwrap();
-        assert_eq!(path, "crd/things.example.com.yaml");
+        let (path, text) = (file.path, file.contents);
+        assert_eq!(
+            path,
+            Path::new("chart/templates/crd/things.example.com.yaml")
+        );
         assert!(
             text.contains(
                 "  annotations:\n    note: '{{ \"{{\" }} x }}'\n    {{- if include \"op.enabled\" (list .Values.certManager true) }}\n    cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/{{ include \"op.resourceName\" (dict \"suffix\" \"serving-cert\" \"context\" $) }}\n    {{- end }}\n    {{- if include \"op.enabled\" (list .Values.crd true \"keep\") }}\n    helm.sh/resource-policy: keep\n    {{- end }}\n"
@@ -564,5 +591,37 @@ mod tests {
         );
         // The CRD's name is its own, not the release's.
         assert!(text.contains("\n  name: things.example.com\n"), "{text}");
+    }
+
+    #[test]
+    fn a_crds_conversion_calls_the_releases_service_while_webhooks_are_on() {
+        let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: things.example.com\nspec:\n  group: example.com\n  conversion:\n    strategy: Webhook\n    webhook:\n      clientConfig:\n        service:\n          name: op-webhook-service\n          namespace: op-system\n          path: '/convert\"CHART.{{'\n      conversionReviewVersions:\n      - v1\n  scope: Namespaced\n";
+        let install = install(&format!("{OBJECTS}---\n{crd}"));
+        let defaults = Defaults::of(&install).unwrap();
+        let text = template(&install, &defaults, &install.objects[3], Path::new("chart"))
+            .unwrap()
+            .unwrap()
+            .contents;
+        assert!(
+            text.ends_with(
+                "spec:\n  \
+                   group: example.com\n  \
+                   {{- if include \"op.enabled\" (list .Values.webhook true) }}\n  \
+                   conversion:\n    \
+                     strategy: Webhook\n    \
+                     webhook:\n      \
+                       clientConfig:\n        \
+                         service:\n          \
+                           name: {{ include \"op.resourceName\" (dict \"suffix\" \"webhook-service\" \"context\" $) }}\n          \
+                           namespace: {{ .Release.Namespace }}\n          \
+                           path: /convert\"CHART.{{ \"{{\" }}\n      \
+                       conversionReviewVersions:\n      \
+                       - v1\n  \
+                   {{- end }}\n  \
+                   scope: Namespaced\n\
+                 {{- end }}\n"
+            ),
+            "{text}"
+        );
     }
 }
