@@ -225,35 +225,41 @@ mod tests {
         carry_over(old, new, target, Placement::Strict)
     }
 
-    #[test]
-    fn a_change_is_carried_over_to_an_edited_copy() {
-        let old = "a\nb\nc\nd\ne\nf\ng\nh\n";
-        let new = "a\nb\nc\nD\ne\nf\ng\nh\ni\n";
-        let edited = "x\na\nb\nc\nd\ne\nf\ny\ng\nh\n";
-        assert_eq!(
-            strict(old, new, edited).as_deref(),
-            Some("x\na\nb\nc\nD\ne\nf\ny\ng\nh\ni\n")
-        );
+    /// Asserts what the change from `old` to `new` makes of `target`.
+    #[track_caller]
+    fn carried(old: &str, new: &str, target: &str, want: Option<&str>) {
+        assert_eq!(strict(old, new, target).as_deref(), want, "{target:?}");
     }
 
+    /// A change is carried over to a copy edited elsewhere, and next to lines inserted by
+    /// hand, with less context.
     #[test]
-    fn a_change_next_to_inserted_lines_is_carried_over_with_less_context() {
-        let old = "a\nb\nc\nd\ne\n";
-        let new = "a\nb\nc\nX\nd\ne\n";
-        let edited = "a\nINSERTED\nb\nc\nd\nMORE\ne\n";
-        assert_eq!(
-            strict(old, new, edited).as_deref(),
-            Some("a\nINSERTED\nb\nc\nX\nd\nMORE\ne\n")
-        );
+    fn a_change_is_carried_over_to_an_edited_copy() {
+        for (old, new, edited, want) in [
+            (
+                "a\nb\nc\nd\ne\nf\ng\nh\n",
+                "a\nb\nc\nD\ne\nf\ng\nh\ni\n",
+                "x\na\nb\nc\nd\ne\nf\ny\ng\nh\n",
+                "x\na\nb\nc\nD\ne\nf\ny\ng\nh\ni\n",
+            ),
+            (
+                "a\nb\nc\nd\ne\n",
+                "a\nb\nc\nX\nd\ne\n",
+                "a\nINSERTED\nb\nc\nd\nMORE\ne\n",
+                "a\nINSERTED\nb\nc\nX\nd\nMORE\ne\n",
+            ),
+        ] {
+            carried(old, new, edited, Some(want));
+        }
     }
 
     #[test]
     fn a_change_whose_context_was_edited_or_repeats_is_not_carried_over() {
         let old = "a\nb\nc\nd\ne\n";
         let new = "a\nb\nC\nd\ne\n";
-        assert_eq!(strict(old, new, "a\nB\nc\nd\ne\n"), None);
-        assert_eq!(strict(old, new, "a\nb\nc\nd\ne\na\nb\nc\nd\ne\n"), None);
-        assert_eq!(strict(old, new, old).as_deref(), Some(new));
+        carried(old, new, "a\nB\nc\nd\ne\n", None);
+        carried(old, new, "a\nb\nc\nd\ne\na\nb\nc\nd\ne\n", None);
+        carried(old, new, old, Some(new));
     }
 
     #[test]
@@ -261,9 +267,9 @@ mod tests {
         let old = "a\nb\nc\nd\ne\nf\n";
         let new = "a\nb\nc\nX\nY\nd\ne\nf\n";
         // Where the diff shows it, and carried over once already.
-        assert_eq!(strict(old, new, new).as_deref(), Some(new));
+        carried(old, new, new, Some(new));
         let moved = "a\nb\nc\nX\nY\nd\nE\nf\n";
-        assert_eq!(strict(old, new, moved).as_deref(), Some(moved));
+        carried(old, new, moved, Some(moved));
         let once = strict(old, new, "z\na\nb\nc\nd\ne\nf\n").unwrap();
         assert_eq!(strict(old, new, &once), Some(once));
         // A replacement is made only when the old line is gone.
@@ -272,35 +278,33 @@ mod tests {
             "a\nb\nkind: Role\nd\ne\n",
         );
         let by_hand = "a\nB\nkind: Role\nd\nE\n";
-        assert_eq!(strict(old, new, by_hand).as_deref(), Some(by_hand));
-        assert_eq!(
-            strict(old, new, "a\nB\nkind: ClusterRole\nkind: Role\nE\n"),
-            None
-        );
+        carried(old, new, by_hand, Some(by_hand));
+        carried(old, new, "a\nB\nkind: ClusterRole\nkind: Role\nE\n", None);
         // A deletion counts as made only where its context on both sides meets.
         let (old, new) = ("a\nb\nX\nd\ne\n", "a\nb\nd\ne\n");
-        assert_eq!(strict(old, new, "a\nb\nd\ne\n").as_deref(), Some(new));
-        assert_eq!(strict(old, new, "a\nb\nX edited\nd\ne\n"), None);
+        carried(old, new, "a\nb\nd\ne\n", Some(new));
+        carried(old, new, "a\nb\nX edited\nd\ne\n", None);
     }
 
     #[test]
     fn a_change_at_either_end_of_the_file_is_placed_by_its_context_on_one_side() {
         let old = "a\nb\nc\nd\n";
-        assert_eq!(
-            strict(old, "A\nb\nc\nd\n", "a\nb\nc\nd\nx\n").as_deref(),
-            Some("A\nb\nc\nd\nx\n")
+        carried(
+            old,
+            "A\nb\nc\nd\n",
+            "a\nb\nc\nd\nx\n",
+            Some("A\nb\nc\nd\nx\n"),
         );
-        assert_eq!(
-            strict(old, "a\nb\nc\nD\n", "x\na\nb\nc\nd\n").as_deref(),
-            Some("x\na\nb\nc\nD\n")
+        carried(
+            old,
+            "a\nb\nc\nD\n",
+            "x\na\nb\nc\nd\n",
+            Some("x\na\nb\nc\nD\n"),
         );
         // Context that is the whole target.
-        assert_eq!(
-            strict("a\nb\nc\n", "a\nB\nc\n", "a\nb\nc\n").as_deref(),
-            Some("a\nB\nc\n")
-        );
+        carried("a\nb\nc\n", "a\nB\nc\n", "a\nb\nc\n", Some("a\nB\nc\n"));
         // A change of the whole file has no context to be placed by.
-        assert_eq!(strict("a\n", "b\n", "x\na\ny\n"), None);
+        carried("a\n", "b\n", "x\na\ny\n", None);
         assert_eq!(
             carry_over("a\n", "b\n", "x\na\ny\n", Placement::Loose).as_deref(),
             Some("x\nb\ny\n")
@@ -324,7 +328,7 @@ mod tests {
         let new = "env:\n- name: A\n  value: a\n- name: W\n  value: w\nports:\n- 80\n";
         // The user's own variable sits where the change goes, and their port was changed.
         let target = "env:\n- name: A\n  value: a\n- name: MINE\n  value: m\nports:\n- 81\n";
-        assert_eq!(strict(old, new, target), None);
+        carried(old, new, target, None);
         assert_eq!(
             carry_over(old, new, target, Placement::Loose).as_deref(),
             Some(

@@ -379,19 +379,10 @@ mod tests {
         let role: serde_yaml::Value = serde_yaml::from_str(&role_yaml(&markers, false)).unwrap();
         let rule = &role["rules"][0];
         assert_eq!(rule["apiGroups"][0].as_str(), Some("on.example.com"));
-        let resources: Vec<&str> = rule["resources"]
-            .as_sequence()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
-        assert_eq!(resources, ["no", "y"]);
-        let names: Vec<&str> = rule["resourceNames"]
-            .as_sequence()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
+        let strings =
+            |key: &str| -> Vec<String> { serde_yaml::from_value(rule[key].clone()).unwrap() };
+        assert_eq!(strings("resources"), ["no", "y"]);
+        let names = strings("resourceNames");
         assert_eq!(names, ["#x", "a: b", "say\"hi"]);
         // YAML 1.1 would read a plain `no` or `y` as a boolean.
         let text = role_yaml(&markers, false);

@@ -419,6 +419,27 @@ mod tests {
         root
     }
 
+    /// The staging folder of `root` with its journal begun, the new tree holding the folders
+    /// `new` and the folder for the old entries made.
+    fn staged(root: &Path, new: &[&str]) -> (PathBuf, Journal) {
+        let staging = root.join(STAGING);
+        let journal = begin(&staging).unwrap();
+        fs::create_dir_all(staging.join(NEW)).unwrap();
+        for folder in new {
+            fs::create_dir_all(staging.join(NEW).join(folder)).unwrap();
+        }
+        fs::create_dir(staging.join(OLD)).unwrap();
+        (staging, journal)
+    }
+
+    /// A project in a temporary folder, and its entries.
+    fn project() -> (tempfile::TempDir, PathBuf, Vec<(String, String)>) {
+        let parent = tempfile::tempdir().unwrap();
+        let root = project_dir(parent.path());
+        let before = entries(&root);
+        (parent, root, before)
+    }
+
     fn entries(root: &Path) -> Vec<(String, String)> {
         let mut all: Vec<(String, String)> = walkdir::WalkDir::new(root)
             .min_depth(1)
@@ -455,9 +476,7 @@ mod tests {
 
     #[test]
     fn a_tree_replaced_keeps_git_and_a_failed_build_keeps_the_old_one() {
-        let parent = tempfile::tempdir().unwrap();
-        let root = project_dir(parent.path());
-        let before = entries(&root);
+        let (parent, root, before) = project();
 
         // A build that fails leaves the project and its parent as they were.
         let error = replace_tree(&root, "shop", |dir| {
@@ -482,13 +501,8 @@ mod tests {
     /// and the staging folder is gone.
     #[test]
     fn a_swap_that_fails_half_way_puts_the_old_entries_back() {
-        let parent = tempfile::tempdir().unwrap();
-        let root = project_dir(parent.path());
-        let before = entries(&root);
-        let staging = root.join(STAGING);
-        let mut journal = begin(&staging).unwrap();
-        fs::create_dir_all(staging.join(NEW).join("Makefile")).unwrap();
-        fs::create_dir(staging.join(OLD)).unwrap();
+        let (_parent, root, before) = project();
+        let (staging, mut journal) = staged(&root, &["Makefile"]);
         journal.record(&Step::Staged).unwrap();
         let old_names = names(&root).unwrap();
         assert_eq!(old_names, ["PROJECT", "src"]);
@@ -597,9 +611,7 @@ mod tests {
     /// by the next lock: the folder goes, the project's entries stay.
     #[test]
     fn a_finish_interrupted_after_its_journal_went_is_finished() {
-        let parent = tempfile::tempdir().unwrap();
-        let root = project_dir(parent.path());
-        let before = entries(&root);
+        let (_parent, root, before) = project();
         fs::create_dir_all(root.join(STAGING).join(OLD)).unwrap();
         finish(&root.join(STAGING)).unwrap();
         assert!(!root.join(STAGING).exists());
@@ -613,13 +625,8 @@ mod tests {
     /// moves nothing: the project's entries, back in place, stay.
     #[test]
     fn an_undo_interrupted_in_its_removal_moves_nothing_again() {
-        let parent = tempfile::tempdir().unwrap();
-        let root = project_dir(parent.path());
-        let before = entries(&root);
-        let staging = root.join(STAGING);
-        let mut journal = begin(&staging).unwrap();
-        fs::create_dir_all(staging.join(NEW)).unwrap();
-        fs::create_dir(staging.join(OLD)).unwrap();
+        let (_parent, root, before) = project();
+        let (staging, mut journal) = staged(&root, &[]);
         for step in [
             Step::Staged,
             Step::Aside("PROJECT".to_owned()),
@@ -640,10 +647,7 @@ mod tests {
     fn an_entry_that_came_back_is_named_and_kept() {
         let parent = tempfile::tempdir().unwrap();
         let root = project_dir(parent.path());
-        let staging = root.join(STAGING);
-        let mut journal = begin(&staging).unwrap();
-        fs::create_dir_all(staging.join(NEW)).unwrap();
-        fs::create_dir(staging.join(OLD)).unwrap();
+        let (staging, mut journal) = staged(&root, &[]);
         journal.record(&Step::Staged).unwrap();
         journal.record(&Step::Aside("PROJECT".to_owned())).unwrap();
         fs::rename(root.join("PROJECT"), staging.join(OLD).join("PROJECT")).unwrap();
@@ -701,9 +705,7 @@ mod tests {
     /// names it, and the folder stays.
     #[test]
     fn a_staging_folder_without_a_readable_journal() {
-        let parent = tempfile::tempdir().unwrap();
-        let root = project_dir(parent.path());
-        let before = entries(&root);
+        let (_parent, root, before) = project();
         fs::create_dir_all(root.join(STAGING).join(NEW)).unwrap();
         recover(&root).unwrap();
         assert_eq!(entries(&root), before);

@@ -436,15 +436,23 @@ fn parse_version(version: &str) -> Result<semver::Version, semver::Error> {
 mod tests {
     use super::*;
 
+    /// The pins `raise_pins` raises, after checking it reads every one and writes `want`.
+    #[track_caller]
+    fn raised(workspace: &str, runtime: &str, want: &str) -> Vec<Pin> {
+        let (raised, pins, unread) = raise_pins(workspace, runtime);
+        assert!(unread.is_empty(), "{unread:?}");
+        assert_eq!(raised, want);
+        pins
+    }
+
     #[test]
     fn pins_lower_than_the_runtime_needs_are_raised_and_nothing_else_changes() {
         let workspace = "[workspace]\nmembers = [\"api\"]\n\n[workspace.dependencies]\nkube = { version = \"5.0.0\", default-features = false }\ntokio = { version = \"1.40.0\", features = [\"macros\"] }\nanyhow = \"1.0.100\"\nclap = \"4\"\n# serde = \"0.1\"\n\n[profile.release]\nversion = \"0.0.1\"\n";
         let runtime = "[package]\nname = \"rsbuilder-runtime\"\nversion = \"0.2.0\"\n\n[dependencies]\nkube = { version = \"5.1.0\", default-features = false, features = [\"client\"] }\ntokio = { version = \"1.48.0\", features = [\"net\"] }\nanyhow = \"1.0.90\"\nclap = { version = \"4.5.51\", features = [\"derive\"] }\nserde = \"1.0.228\"\n\n[dev-dependencies]\nanyhow = \"9.0.0\"\n";
-        let (raised, pins, unread) = raise_pins(workspace, runtime);
-        assert!(unread.is_empty(), "{unread:?}");
-        assert_eq!(
-            raised,
-            "[workspace]\nmembers = [\"api\"]\n\n[workspace.dependencies]\nkube = { version = \"5.1.0\", default-features = false }\ntokio = { version = \"1.48.0\", features = [\"macros\"] }\nanyhow = \"1.0.100\"\nclap = \"4.5.51\"\n# serde = \"0.1\"\n\n[profile.release]\nversion = \"0.0.1\"\n"
+        let pins = raised(
+            workspace,
+            runtime,
+            "[workspace]\nmembers = [\"api\"]\n\n[workspace.dependencies]\nkube = { version = \"5.1.0\", default-features = false }\ntokio = { version = \"1.48.0\", features = [\"macros\"] }\nanyhow = \"1.0.100\"\nclap = \"4.5.51\"\n# serde = \"0.1\"\n\n[profile.release]\nversion = \"0.0.1\"\n",
         );
         let names: Vec<&str> = pins.iter().map(|pin| pin.name.as_str()).collect();
         assert_eq!(names, ["kube", "tokio", "clap"]);
@@ -461,13 +469,11 @@ mod tests {
 
     #[test]
     fn every_form_of_requirement_is_raised_keeping_its_operator() {
-        let workspace = "[workspace.dependencies]\nkube = { version = \"=5.0.0\" }\ntokio = \"~1.40\" # pinned\n\"serde\" = \"^1.0.100\"\nhttp = \">=1.0\"\nrc = \"1.0.0-rc.1\"\n\n[workspace.dependencies.clap]\nversion = \"4.0.0\"\nfeatures = [\"derive\"]\n";
-        let runtime = "[dependencies]\nkube = \"5.1.0\"\ntokio = \"1.48.0\"\nclap = \"4.5.51\"\nserde = \"1.0.228\"\nhttp = \"1.3.1\"\nrc = \"1.0.0\"\n";
-        let (raised, pins, unread) = raise_pins(workspace, runtime);
-        assert!(unread.is_empty(), "{unread:?}");
-        assert_eq!(
-            raised,
-            "[workspace.dependencies]\nkube = { version = \"=5.1.0\" }\ntokio = \"~1.48.0\" # pinned\n\"serde\" = \"^1.0.228\"\nhttp = \">=1.3.1\"\nrc = \"1.0.0\"\n\n[workspace.dependencies.clap]\nversion = \"4.5.51\"\nfeatures = [\"derive\"]\n"
+        // The workspace's requirements, the runtime's, and the workspace raised.
+        let pins = raised(
+            "[workspace.dependencies]\nkube = { version = \"=5.0.0\" }\ntokio = \"~1.40\" # pinned\n\"serde\" = \"^1.0.100\"\nhttp = \">=1.0\"\nrc = \"1.0.0-rc.1\"\n\n[workspace.dependencies.clap]\nversion = \"4.0.0\"\nfeatures = [\"derive\"]\n",
+            "[dependencies]\nkube = \"5.1.0\"\ntokio = \"1.48.0\"\nclap = \"4.5.51\"\nserde = \"1.0.228\"\nhttp = \"1.3.1\"\nrc = \"1.0.0\"\n",
+            "[workspace.dependencies]\nkube = { version = \"=5.1.0\" }\ntokio = \"~1.48.0\" # pinned\n\"serde\" = \"^1.0.228\"\nhttp = \">=1.3.1\"\nrc = \"1.0.0\"\n\n[workspace.dependencies.clap]\nversion = \"4.5.51\"\nfeatures = [\"derive\"]\n",
         );
         let pinned: Vec<(&str, &str, &str)> = pins
             .iter()

@@ -514,14 +514,13 @@ fn a_miss_in_a_kubernetes_group_names_what_the_group_has() {
 
 #[test]
 fn a_named_controller_has_names_of_its_own_and_the_kinds_name_is_the_kinds_own() {
-    assert_eq!(
-        controller_module("captain-backup"),
-        ("captain_backup".to_owned(), "captain_backup".to_owned())
-    );
-    assert_eq!(
-        controller_module("type"),
-        ("r#type".to_owned(), "type".to_owned())
-    );
+    for (name, want) in [
+        ("captain-backup", ("captain_backup", "captain_backup")),
+        ("type", ("r#type", "type")),
+    ] {
+        let (module, file) = controller_module(name);
+        assert_eq!((module.as_str(), file.as_str()), want);
+    }
     let names = ResourceNames::new("appotp", "v1", "AppOTP", None, "learn.com");
     assert!(!names.named_controller());
     let own = names.clone().with_controller("app-otp");
@@ -565,36 +564,38 @@ fn a_kind_is_named_once_as_kubernetes_prints_it() {
     assert_eq!(api_crate_ident("otp-operator"), "otp_operator_api");
 }
 
+/// Asserts that `check` takes each of `taken` as the number it writes and refuses each of
+/// `refused`.
+#[track_caller]
+fn checks<T: ToString, E>(check: fn(&str) -> Result<T, E>, taken: &[&str], refused: &[&str]) {
+    for value in taken {
+        assert_eq!(
+            check(value).ok().map(|n| n.to_string()).as_deref(),
+            Some(*value)
+        );
+    }
+    for value in refused {
+        assert!(check(value).is_err(), "{value:?}");
+    }
+}
+
 #[test]
 fn an_images_options_are_checked_by_their_rules() {
-    for (port, want) in [
-        ("1", Some(1)),
-        ("11211", Some(11211)),
-        ("65535", Some(65535)),
-        ("0", None),
-        ("65536", None),
-        ("-1", None),
-        ("80a", None),
-        ("", None),
-    ] {
-        assert_eq!(container_port(port).ok(), want, "{port:?}");
-    }
+    checks(
+        container_port,
+        &["1", "11211", "65535"],
+        &["0", "65536", "-1", "80a", ""],
+    );
     let refusal = container_port("0").unwrap_err();
     assert_eq!(
         refusal.to_string(),
         "invalid --image-container-port `0`: a port is a number from 1 to 65535"
     );
-    for (user, want) in [
-        ("1", Some(1)),
-        ("1001", Some(1001)),
-        ("2147483647", Some(2_147_483_647)),
-        ("0", None),
-        ("-1", None),
-        ("2147483648", None),
-        ("root", None),
-    ] {
-        assert_eq!(run_as_user(user).ok(), want, "{user:?}");
-    }
+    checks(
+        run_as_user,
+        &["1", "1001", "2147483647"],
+        &["0", "-1", "2147483648", "root"],
+    );
     assert!(run_as_user("0").unwrap_err().help_text().is_some());
     assert_eq!(
         container_command("memcached,-m,64").unwrap(),

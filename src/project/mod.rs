@@ -578,32 +578,33 @@ impl Project {
             let _ = writeln!(out, "  {GRAFANA}: {{}}");
         }
         if let Some(helm) = &self.helm {
-            let _ = writeln!(
-                out,
-                "  {HELM}:\n    manifests: {}\n    output: {}",
-                crate::yaml::scalar(&helm.manifests),
-                crate::yaml::scalar(&helm.output)
+            let _ = writeln!(out, "  {HELM}:");
+            scalars(
+                &mut out,
+                "    ",
+                &[("manifests", &helm.manifests), ("output", &helm.output)],
             );
         }
-        let _ = writeln!(
-            out,
-            "  {LAYOUT}:\n    k8sOpenapiVersion: {}\n    kubeVersion: {}",
-            crate::yaml::scalar(&self.k8s_openapi_version),
-            crate::yaml::scalar(&self.kube_version)
+        let _ = writeln!(out, "  {LAYOUT}:");
+        scalars(
+            &mut out,
+            "    ",
+            &[
+                ("k8sOpenapiVersion", &self.k8s_openapi_version),
+                ("kubeVersion", &self.kube_version),
+            ],
         );
         if let Some(runtime) = &self.runtime {
-            let _ = writeln!(
-                out,
-                "    runtimeChecksum: {}\n    runtimeVersion: {}",
-                crate::yaml::scalar(&runtime.checksum),
-                crate::yaml::scalar(&runtime.version)
+            scalars(
+                &mut out,
+                "    ",
+                &[
+                    ("runtimeChecksum", &runtime.checksum),
+                    ("runtimeVersion", &runtime.version),
+                ],
             );
         }
-        let _ = writeln!(
-            out,
-            "projectName: {}",
-            crate::yaml::scalar(&self.project_name)
-        );
+        scalars(&mut out, "", &[("projectName", &self.project_name)]);
         if let Some(repo) = &self.repo {
             let _ = writeln!(out, "repo: {}", crate::yaml::scalar(repo));
         }
@@ -615,6 +616,13 @@ impl Project {
         }
         out.push_str("version: \"3\"\n");
         out
+    }
+}
+
+/// `key: value` lines at `indent`, each value written as a YAML scalar.
+fn scalars(out: &mut String, indent: &str, pairs: &[(&str, &str)]) {
+    for (key, value) in pairs {
+        let _ = writeln!(out, "{indent}{key}: {}", crate::yaml::scalar(value));
     }
 }
 
@@ -640,27 +648,27 @@ impl ListEntry {
         out.push_str(text);
         self.started = true;
     }
+
+    /// `key: value`, the value written as a YAML scalar.
+    fn scalar(&mut self, out: &mut String, key: &str, value: &str) {
+        self.key(out, &format!("{key}: {}\n", crate::yaml::scalar(value)));
+    }
+
+    /// A kind's `domain` and `group` (each when set) and `kind`.
+    fn group_kind(&mut self, out: &mut String, domain: &str, group: &str, kind: &str) {
+        for (key, value) in [("domain", domain), ("group", group)] {
+            if !value.is_empty() {
+                self.scalar(out, key, value);
+            }
+        }
+        self.scalar(out, "kind", kind);
+    }
 }
 
 /// One entry of the deploy-image plugin's `resources`.
 fn write_deploy_image(out: &mut String, image: &DeployImage) {
     let mut entry = ListEntry::new("    - ", "      ");
-    if !image.domain.is_empty() {
-        entry.key(
-            out,
-            &format!("domain: {}\n", crate::yaml::scalar(&image.domain)),
-        );
-    }
-    if !image.group.is_empty() {
-        entry.key(
-            out,
-            &format!("group: {}\n", crate::yaml::scalar(&image.group)),
-        );
-    }
-    entry.key(
-        out,
-        &format!("kind: {}\n", crate::yaml::scalar(&image.kind)),
-    );
+    entry.group_kind(out, &image.domain, &image.group, &image.kind);
     entry.key(out, "options:\n");
     let options = &image.options;
     for (name, value) in [
@@ -709,29 +717,11 @@ fn write_resource(out: &mut String, resource: &Resource) {
     if resource.core {
         entry.key(out, "core: true\n");
     }
-    if !resource.domain.is_empty() {
-        entry.key(
-            out,
-            &format!("domain: {}\n", crate::yaml::scalar(&resource.domain)),
-        );
-    }
-    if !resource.group.is_empty() {
-        entry.key(
-            out,
-            &format!("group: {}\n", crate::yaml::scalar(&resource.group)),
-        );
-    }
-    entry.key(
-        out,
-        &format!("kind: {}\n", crate::yaml::scalar(&resource.kind)),
-    );
+    entry.group_kind(out, &resource.domain, &resource.group, &resource.kind);
     if let Some(plural) = &resource.plural {
-        entry.key(out, &format!("plural: {}\n", crate::yaml::scalar(plural)));
+        entry.scalar(out, "plural", plural);
     }
-    entry.key(
-        out,
-        &format!("version: {}\n", crate::yaml::scalar(&resource.version)),
-    );
+    entry.scalar(out, "version", &resource.version);
     if let Some(webhooks) = &resource.webhooks {
         write_webhooks(out, webhooks);
     }

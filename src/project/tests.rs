@@ -127,6 +127,30 @@ fn project() -> Project {
     }
 }
 
+/// A resource of `group/version kind` under `domain`, with nothing else recorded.
+fn resource(domain: &str, group: &str, version: &str, kind: &str) -> Resource {
+    Resource {
+        api: None,
+        controller: false,
+        controllers: Vec::new(),
+        core: false,
+        domain: domain.into(),
+        group: group.into(),
+        kind: kind.into(),
+        plural: None,
+        version: version.into(),
+        webhooks: None,
+        extra: Default::default(),
+    }
+}
+
+/// PROJECT as `project` writes it, after checking that it reads back as `project`.
+fn written(project: &Project) -> String {
+    let yaml = project.to_yaml();
+    assert_eq!(&parse(&yaml).unwrap(), project);
+    yaml
+}
+
 #[test]
 fn resources_are_written_as_kubebuilder_writes_them_and_read_back() {
     let mut project = project();
@@ -138,13 +162,6 @@ fn resources_are_written_as_kubebuilder_writes_them_and_read_back() {
                 ssa: false,
             }),
             controller: true,
-            controllers: Vec::new(),
-            core: false,
-            domain: "learn.com".into(),
-            group: "appotp".into(),
-            kind: "AppOTP".into(),
-            plural: None,
-            version: "v1".into(),
             webhooks: Some(ResourceWebhooks {
                 conversion: true,
                 defaulting: true,
@@ -154,7 +171,7 @@ fn resources_are_written_as_kubebuilder_writes_them_and_read_back() {
                 validation_path: Some("/custom-validate-appotp".into()),
                 webhook_version: "v1".into(),
             }),
-            extra: Default::default(),
+            ..resource("learn.com", "appotp", "v1", "AppOTP")
         },
         Resource {
             api: Some(ResourceApi {
@@ -162,26 +179,17 @@ fn resources_are_written_as_kubebuilder_writes_them_and_read_back() {
                 namespaced: false,
                 ssa: false,
             }),
-            controller: false,
-            controllers: Vec::new(),
-            core: false,
-            domain: "learn.com".into(),
-            group: "fleet".into(),
-            kind: "Person".into(),
             plural: Some("persons".into()),
-            version: "v1beta1".into(),
-            webhooks: None,
-            extra: Default::default(),
+            ..resource("learn.com", "fleet", "v1beta1", "Person")
         },
     ];
-    let yaml = project.to_yaml();
+    let yaml = written(&project);
     assert!(
             yaml.contains(
                 "resources:\n- api:\n    crdVersion: v1\n    namespaced: true\n  controller: true\n  domain: learn.com\n  group: appotp\n  kind: AppOTP\n  version: v1\n  webhooks:\n    conversion: true\n    defaulting: true\n    spoke:\n    - v2\n    validation: true\n    validationPath: /custom-validate-appotp\n    webhookVersion: v1\n- api:\n    crdVersion: v1\n  domain: learn.com\n  group: fleet\n  kind: Person\n  plural: persons\n  version: v1beta1\nversion: \"3\"\n"
             ),
             "{yaml}"
         );
-    assert_eq!(parse(&yaml).unwrap(), project);
 }
 
 #[test]
@@ -189,30 +197,14 @@ fn kubernetes_kinds_and_images_are_recorded_as_kubebuilder_records_them() {
     let mut project = project();
     project.resources = vec![
         Resource {
-            api: None,
             controller: true,
-            controllers: Vec::new(),
             core: true,
-            domain: String::new(),
-            group: "apps".into(),
-            kind: "Deployment".into(),
-            plural: None,
-            version: "v1".into(),
-            webhooks: None,
-            extra: Default::default(),
+            ..resource("", "apps", "v1", "Deployment")
         },
         Resource {
-            api: None,
             controller: true,
-            controllers: Vec::new(),
             core: true,
-            domain: "k8s.io".into(),
-            group: "networking".into(),
-            kind: "Ingress".into(),
-            plural: None,
-            version: "v1".into(),
-            webhooks: None,
-            extra: Default::default(),
+            ..resource("k8s.io", "networking", "v1", "Ingress")
         },
     ];
     project.deploy_images = vec![DeployImage {
@@ -227,7 +219,7 @@ fn kubernetes_kinds_and_images_are_recorded_as_kubebuilder_records_them() {
         },
         version: "v1alpha1".into(),
     }];
-    let yaml = project.to_yaml();
+    let yaml = written(&project);
     assert!(
             yaml.contains(
                 "plugins:\n  deploy-image.go.kubebuilder.io/v1-alpha:\n    resources:\n    - domain: learn.com\n      group: example.com\n      kind: Memcached\n      options:\n        containerCommand: \"memcached,--memory-limit=64,-o,modern,-v\"\n        containerPort: \"11211\"\n        image: \"memcached:1.6.26-alpine3.19\"\n        runAsUser: \"1001\"\n      version: v1alpha1\n  rsbuilder.io/v1:\n"
@@ -240,7 +232,6 @@ fn kubernetes_kinds_and_images_are_recorded_as_kubebuilder_records_them() {
             ),
             "{yaml}"
         );
-    assert_eq!(parse(&yaml).unwrap(), project);
 }
 
 #[test]

@@ -245,24 +245,32 @@ mod tests {
         super::insert(path, content, name, fragment, false)
     }
 
+    /// `content` with `block` inserted whole at `name` of a kustomization.
+    fn inserted_block(content: &str, name: &str, block: &str) -> String {
+        block_again(content, name, block).expect("the block is inserted")
+    }
+
+    /// `content` with `block` inserted whole at `name`, or `None` when it holds it already.
+    fn block_again(content: &str, name: &str, block: &str) -> Option<String> {
+        super::insert(Path::new(KUSTOMIZATION), content, name, block, true).unwrap()
+    }
+
+    const KUSTOMIZATION: &str = "config/default/kustomization.yaml";
+
     #[test]
     fn blocks_go_in_whole_once() {
-        let path = Path::new("config/default/kustomization.yaml");
         let yaml = "patches:\n- path: a.yaml\n  target:\n    kind: Deployment\n# +rsbuilder:scaffold:patches\n";
         let block = "- path: b.yaml\n  target:\n    kind: Deployment\n";
-        let once = super::insert(path, yaml, "patches", block, true)
-            .unwrap()
-            .unwrap();
+        let once = inserted_block(yaml, "patches", block);
         assert_eq!(
             once,
             "patches:\n- path: a.yaml\n  target:\n    kind: Deployment\n- path: b.yaml\n  target:\n    kind: Deployment\n# +rsbuilder:scaffold:patches\n"
         );
-        assert_eq!(
-            super::insert(path, &once, "patches", block, true).unwrap(),
-            None
-        );
+        assert_eq!(block_again(&once, "patches", block), None);
         // Line by line, the block would lose the lines the file has.
-        let lines = insert(path, yaml, "patches", block).unwrap().unwrap();
+        let lines = insert(Path::new(KUSTOMIZATION), yaml, "patches", block)
+            .unwrap()
+            .unwrap();
         assert!(lines.contains("- path: b.yaml\n# +rsbuilder"), "{lines}");
     }
 
@@ -475,43 +483,31 @@ mod tests {
     /// scattered over the file, do not count.
     #[test]
     fn a_block_is_there_only_as_one_block() {
-        let path = Path::new("config/default/kustomization.yaml");
         let block = "- select:\n    kind: A\n  fieldPaths:\n  - x\n";
         let scattered = "- select:\n    kind: B\n  fieldPaths:\n  - y\n- select:\n    kind: A\n  fieldPaths:\n  - z\n  - x\n# +rsbuilder:scaffold:m\n";
-        let once = super::insert(path, scattered, "m", block, true)
-            .unwrap()
-            .unwrap();
+        let once = inserted_block(scattered, "m", block);
         assert!(
             once.ends_with(&format!("{block}# +rsbuilder:scaffold:m\n")),
             "{once}"
         );
-        assert_eq!(super::insert(path, &once, "m", block, true).unwrap(), None);
+        assert_eq!(block_again(&once, "m", block), None);
         // Blank lines and comments of a block, and lines inserted above a marker of its own.
         let block = "# A comment.\nlist:\n# +rsbuilder:scaffold:entries\n\nother:\n- x\n";
         let yaml = "# +rsbuilder:scaffold:m\n";
-        let once = super::insert(path, yaml, "m", block, true)
-            .unwrap()
-            .unwrap();
-        let filled = insert(path, &once, "entries", "- a\n- b\n")
+        let once = inserted_block(yaml, "m", block);
+        let filled = insert(Path::new(KUSTOMIZATION), &once, "entries", "- a\n- b\n")
             .unwrap()
             .unwrap();
         assert_eq!(
             filled,
             "# A comment.\nlist:\n- a\n- b\n# +rsbuilder:scaffold:entries\n\nother:\n- x\n# +rsbuilder:scaffold:m\n"
         );
-        assert_eq!(
-            super::insert(path, &filled, "m", block, true).unwrap(),
-            None
-        );
+        assert_eq!(block_again(&filled, "m", block), None);
         let crlf = filled.replace('\n', "\r\n");
-        assert_eq!(super::insert(path, &crlf, "m", block, true).unwrap(), None);
+        assert_eq!(block_again(&crlf, "m", block), None);
         // The same lines without the comment are another block.
         let edited = filled.replace("# A comment.\n", "");
-        assert!(
-            super::insert(path, &edited, "m", block, true)
-                .unwrap()
-                .is_some()
-        );
+        assert!(block_again(&edited, "m", block).is_some());
     }
 
     #[test]
@@ -529,6 +525,15 @@ mod tests {
         );
     }
 
+    /// `text` after each `(marker, fragment)` is inserted in turn.
+    fn inserted(path: &Path, text: &str, fragments: &[(&str, &str)]) -> String {
+        fragments
+            .iter()
+            .fold(text.to_owned(), |text, (marker, fragment)| {
+                insert(path, &text, marker, fragment).unwrap().unwrap()
+            })
+    }
+
     /// Fragments with markers of their own land in the markers' order, whatever the order of
     /// the insertions; a file with only the shared marker takes them there, in turn; a file
     /// with neither names the marker of the fragment.
@@ -536,30 +541,15 @@ mod tests {
     fn fragments_of_several_kinds_land_at_their_own_markers() {
         let path = Path::new("src/foo.rs");
         let ordered = "// +rsbuilder:scaffold:hooks.a\n// +rsbuilder:scaffold:hooks.b\nfn x() {}\n";
-        let a_then_b = insert(path, ordered, "hooks.a", "fn a() {}")
-            .unwrap()
-            .unwrap();
-        let a_then_b = insert(path, &a_then_b, "hooks.b", "fn b() {}")
-            .unwrap()
-            .unwrap();
-        let b_then_a = insert(path, ordered, "hooks.b", "fn b() {}")
-            .unwrap()
-            .unwrap();
-        let b_then_a = insert(path, &b_then_a, "hooks.a", "fn a() {}")
-            .unwrap()
-            .unwrap();
-        assert_eq!(a_then_b, b_then_a);
+        let a = ("hooks.a", "fn a() {}");
+        let b = ("hooks.b", "fn b() {}");
+        let a_then_b = inserted(path, ordered, &[a, b]);
+        assert_eq!(a_then_b, inserted(path, ordered, &[b, a]));
         assert_eq!(
             a_then_b,
             "fn a() {}\n// +rsbuilder:scaffold:hooks.a\nfn b() {}\n// +rsbuilder:scaffold:hooks.b\nfn x() {}\n"
         );
-        let shared = "// +rsbuilder:scaffold:hooks\n";
-        let older = insert(path, shared, "hooks.b", "fn b() {}")
-            .unwrap()
-            .unwrap();
-        let older = insert(path, &older, "hooks.a", "fn a() {}")
-            .unwrap()
-            .unwrap();
+        let older = inserted(path, "// +rsbuilder:scaffold:hooks\n", &[b, a]);
         assert_eq!(
             older,
             "fn b() {}\nfn a() {}\n// +rsbuilder:scaffold:hooks\n"

@@ -12,83 +12,7 @@ fn parse_all(text: &str) -> Vec<Marker> {
 fn markers_become_controller_gen_manifests() {
     let text = format!("{VALIDATE}\nstruct A;\n    {POD}\n{MUTATE}\n");
     let yaml = manifests(&parse_all(&text)).unwrap();
-    assert_eq!(
-        yaml,
-        r#"---
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata:
-  name: mutating-webhook-configuration
-webhooks:
-- admissionReviewVersions:
-  - v1
-  clientConfig:
-    service:
-      name: webhook-service
-      namespace: system
-      path: /mutate-example-example-com-v1-application
-  failurePolicy: Fail
-  name: mapplication-v1.kb.io
-  rules:
-  - apiGroups:
-    - example.example.com
-    apiVersions:
-    - v1
-    operations:
-    - CREATE
-    - UPDATE
-    resources:
-    - applications
-  sideEffects: None
-- admissionReviewVersions:
-  - v1
-  clientConfig:
-    service:
-      name: webhook-service
-      namespace: system
-      path: /mutate--v1-pod
-  failurePolicy: Ignore
-  name: mpod-v1.kb.io
-  reinvocationPolicy: IfNeeded
-  rules:
-  - apiGroups:
-    - ""
-    apiVersions:
-    - v1
-    operations:
-    - CREATE
-    resources:
-    - pods
-  sideEffects: NoneOnDryRun
-  timeoutSeconds: 5
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata:
-  name: validating-webhook-configuration
-webhooks:
-- admissionReviewVersions:
-  - v1
-  clientConfig:
-    service:
-      name: webhook-service
-      namespace: system
-      path: /validate-example-example-com-v1-application
-  failurePolicy: Fail
-  name: vapplication-v1.kb.io
-  rules:
-  - apiGroups:
-    - example.example.com
-    apiVersions:
-    - v1
-    operations:
-    - CREATE
-    - UPDATE
-    resources:
-    - applications
-  sideEffects: None
-"#
-    );
+    assert_eq!(yaml, include_str!("testdata/manifests.yaml"));
     let parsed: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&yaml)
         .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
         .collect();
@@ -98,76 +22,70 @@ webhooks:
 
 #[test]
 fn malformed_markers_name_file_and_line() {
-    let cases = [
-        ("path=x", "path `x` must start with `/`"),
+    // Each marker is MUTATE with `from` made `to`.
+    let edits = [
         (
-            &MUTATE[22..].replace("failurePolicy=fail", "failurePolicy=maybe"),
+            "failurePolicy=fail",
+            "failurePolicy=maybe",
             "`failurePolicy=maybe` must be one of fail, ignore",
         ),
         (
-            &MUTATE[22..].replace("verbs=create;update", "verbs=create;patch"),
+            "verbs=create;update",
+            "verbs=create;patch",
             "unknown verb `patch`: use create, update, delete or connect",
         ),
+        (",sideEffects=None", "", "`sideEffects` is missing"),
         (
-            &MUTATE[22..].replace(",sideEffects=None", ""),
-            "`sideEffects` is missing",
-        ),
-        (
-            &MUTATE[22..].replace("name=mapplication-v1.kb.io", "name=short"),
+            "name=mapplication-v1.kb.io",
+            "name=short",
             "name `short` must be fully qualified, with at least three segments (`vkind-v1.kb.io`)",
         ),
         (
-            &format!("{},colour=red", &MUTATE[22..]),
-            "unknown key `colour`",
-        ),
-        (
-            &MUTATE[22..].replace(
-                "path=/mutate-example-example-com-v1-application",
-                "path=/Mutate_Foo",
-            ),
+            "path=/mutate-example-example-com-v1-application",
+            "path=/Mutate_Foo",
             "path `/Mutate_Foo`: the segment `Mutate_Foo` is not a DNS-1123 subdomain",
         ),
         (
-            &MUTATE[22..].replace(
-                "path=/mutate-example-example-com-v1-application",
-                "path=/-a",
-            ),
+            "path=/mutate-example-example-com-v1-application",
+            "path=/-a",
             "path `/-a`: the segment `-a` is not a DNS-1123 subdomain",
         ),
         (
-            &MUTATE[22..].replace(
-                "path=/mutate-example-example-com-v1-application",
-                "path=/x/../y",
-            ),
+            "path=/mutate-example-example-com-v1-application",
+            "path=/x/../y",
             "path `/x/../y`: the segment `..` is not a DNS-1123 subdomain",
         ),
         (
-            &MUTATE[22..].replace(
-                "path=/mutate-example-example-com-v1-application",
-                "path=/x//y",
-            ),
+            "path=/mutate-example-example-com-v1-application",
+            "path=/x//y",
             "path `/x//y`: the segment `` is not a DNS-1123 subdomain",
         ),
+        ("versions=v1,", "versions=,", "`versions` has an empty item"),
         (
-            &MUTATE[22..].replace("versions=v1,", "versions=,"),
-            "`versions` has an empty item",
-        ),
-        (
-            &MUTATE[22..].replace("admissionReviewVersions=v1", "admissionReviewVersions=v9"),
+            "admissionReviewVersions=v1",
+            "admissionReviewVersions=v9",
             "admissionReviewVersions `v9` does not exist",
         ),
         (
-            &MUTATE[22..].replace("verbs=create;update", "verbs=create;*"),
+            "verbs=create;update",
+            "verbs=create;*",
             "`*` in `verbs` stands for every verb: give it alone",
         ),
         (
-            &MUTATE[22..].replace(
-                "groups=example.example.com",
-                "groups=admissionregistration.k8s.io",
-            ),
+            "groups=example.example.com",
+            "groups=admissionregistration.k8s.io",
             "the API server calls no admission webhook for objects of `admissionregistration.k8s.io`",
         ),
     ];
+    let mut cases: Vec<(String, &str)> = edits
+        .iter()
+        .map(|(from, to, want)| (MUTATE[22..].replace(from, to), *want))
+        .collect();
+    cases.push(("path=x".into(), "path `x` must start with `/`"));
+    cases.push((
+        format!("{},colour=red", &MUTATE[22..]),
+        "unknown key `colour`",
+    ));
     for (body, want) in cases {
         let text = format!("fn x() {{}}\n// +rsbuilder:webhook:{body}\n");
         let error = markers(Path::new("operator/src/w.rs"), &text).unwrap_err();

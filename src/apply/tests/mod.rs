@@ -29,6 +29,41 @@ fn file(path: &str, contents: &str, policy: Policy) -> PlannedFile {
     }
 }
 
+/// The text of the file at `path`.
+fn read(path: impl AsRef<Path>) -> String {
+    fs::read_to_string(path).unwrap()
+}
+
+/// A plan of `(path, contents)` files, each regenerated.
+fn regenerated(files: &[(&str, &str)]) -> Plan {
+    Plan {
+        files: files
+            .iter()
+            .map(|(path, contents)| file(path, contents, Policy::Regenerated))
+            .collect(),
+        ..Plan::default()
+    }
+}
+
+/// A temporary folder holding `(path, contents)` files.
+fn with_files(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, contents) in files {
+        let path = dir.path().join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, contents).unwrap();
+    }
+    dir
+}
+
+/// The error of applying `plan` to `root`, which it leaves as it was.
+fn refused(root: &Path, plan: Plan) -> anyhow::Error {
+    let before = snapshot(root);
+    let error = apply(root, plan, Options::default()).unwrap_err();
+    assert_eq!(snapshot(root), before);
+    error
+}
+
 fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut out: Vec<_> = walkdir::WalkDir::new(root)
         .into_iter()

@@ -2,14 +2,13 @@ use super::*;
 
 #[test]
 fn files_that_hold_their_planned_bytes_are_unchanged_and_project_is_written_last() {
+    // The listing of the two files as they are.
+    let listed = "src/owned.rs=\"same\"\nsrc/regenerated.rs=\"same\"\n";
     let tree = memory(&[
         ("PROJECT", "same"),
         ("src/owned.rs", "same"),
         ("src/regenerated.rs", "same"),
-        (
-            "listing.txt",
-            "src/owned.rs=\"same\"\nsrc/regenerated.rs=\"same\"\n",
-        ),
+        ("listing.txt", listed),
     ]);
     let plan = Plan {
         files: vec![
@@ -32,20 +31,17 @@ fn files_that_hold_their_planned_bytes_are_unchanged_and_project_is_written_last
         ]
     );
     // The listing as it will be: unchanged.
-    let tree = memory(&[(
-        "listing.txt",
-        "src/owned.rs=\"same\"\nsrc/regenerated.rs=\"same\"\n",
-    )]);
+    let tree = memory(&[("listing.txt", listed)]);
+    let files = ["src/owned.rs", "src/regenerated.rs"]
+        .map(|path| file(path, "same", Policy::Owned))
+        .into();
     let plan = Plan {
-        files: vec![
-            file("src/owned.rs", "same", Policy::Owned),
-            file("src/regenerated.rs", "same", Policy::Owned),
-        ],
+        files,
         derived: vec![listing()],
         ..Plan::default()
     };
-    let listed = actions(&tree, plan, false).unwrap();
-    assert_eq!(listed[0], ("listing.txt".to_owned(), Action::Unchanged));
+    let actions = actions(&tree, plan, false).unwrap();
+    assert_eq!(actions[0], ("listing.txt".to_owned(), Action::Unchanged));
 }
 
 #[test]

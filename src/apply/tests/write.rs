@@ -32,24 +32,18 @@ fn undo_leaves_a_file_that_was_never_changed_as_it_is() {
 /// file the first made is gone, and the journal is removed.
 #[test]
 fn a_write_in_two_parts_is_one_write() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = with_files(&[("merged.txt", "old"), ("role.yaml", "old role")]);
     let root = dir.path();
-    fs::write(root.join("merged.txt"), "old").unwrap();
-    fs::write(root.join("role.yaml"), "old role").unwrap();
     let before = snapshot(root);
-    let first = || Plan {
-        files: vec![
-            file("merged.txt", "merged", Policy::Regenerated),
-            file("role.yaml", "merged role", Policy::Regenerated),
-            file("new/made.txt", "made", Policy::Regenerated),
-        ],
-        ..Plan::default()
+    let first = || {
+        regenerated(&[
+            ("merged.txt", "merged"),
+            ("role.yaml", "merged role"),
+            ("new/made.txt", "made"),
+        ])
     };
     let error = apply_then(root, first(), &[], |root| {
-        assert_eq!(
-            fs::read_to_string(root.join("merged.txt")).unwrap(),
-            "merged"
-        );
+        assert_eq!(read(root.join("merged.txt")), "merged");
         // A file the first part wrote, written again: the undo's copy keeps the first bytes.
         fs::write(root.join("role.yaml"), "half").unwrap();
         anyhow::bail!("generate failed")
@@ -58,15 +52,15 @@ fn a_write_in_two_parts_is_one_write() {
     assert_eq!(format!("{error:#}"), "generate failed");
     assert_eq!(snapshot(root), before);
 
-    let error = apply_then(root, first(), &[], |_| {
-        Ok(Plan {
-            files: vec![
-                file("role.yaml", "generated role", Policy::Regenerated),
-                file("new", "a file where a folder is", Policy::Regenerated),
-            ],
-            ..Plan::default()
-        })
-    })
+    // The first part, then a second that writes `files`.
+    let both = |files: &[(&str, &str)]| {
+        let second = regenerated(files);
+        apply_then(root, first(), &[], |_| Ok(second))
+    };
+    let error = both(&[
+        ("role.yaml", "generated role"),
+        ("new", "a file where a folder is"),
+    ])
     .unwrap_err();
     assert!(
         format!("{error:#}").starts_with("`new` is a directory, where rsbuilder expects a file"),
@@ -74,16 +68,7 @@ fn a_write_in_two_parts_is_one_write() {
     );
     assert_eq!(snapshot(root), before);
 
-    let statuses = apply_then(root, first(), &[], |_| {
-        Ok(Plan {
-            files: vec![
-                file("role.yaml", "generated role", Policy::Regenerated),
-                file("merged.txt", "merged", Policy::Regenerated),
-            ],
-            ..Plan::default()
-        })
-    })
-    .unwrap();
+    let statuses = both(&[("role.yaml", "generated role"), ("merged.txt", "merged")]).unwrap();
     let statuses: Vec<(&str, &str)> = statuses
         .iter()
         .map(|(verb, path)| (*verb, path.to_str().unwrap()))
@@ -96,18 +81,9 @@ fn a_write_in_two_parts_is_one_write() {
             ("updated", "role.yaml"),
         ]
     );
-    assert_eq!(
-        fs::read_to_string(root.join("merged.txt")).unwrap(),
-        "merged"
-    );
-    assert_eq!(
-        fs::read_to_string(root.join("role.yaml")).unwrap(),
-        "generated role"
-    );
-    assert_eq!(
-        fs::read_to_string(root.join("new/made.txt")).unwrap(),
-        "made"
-    );
+    assert_eq!(read(root.join("merged.txt")), "merged");
+    assert_eq!(read(root.join("role.yaml")), "generated role");
+    assert_eq!(read(root.join("new/made.txt")), "made");
     assert!(!root.join(JOURNAL).exists() && !root.join(UNDO_DIR).exists());
 }
 
@@ -115,16 +91,12 @@ fn a_write_in_two_parts_is_one_write() {
 /// nothing: the first part is undone.
 #[test]
 fn an_interruption_while_the_second_part_is_planned_undoes_the_first() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = with_files(&[("a.txt", "old")]);
     let root = dir.path();
-    fs::write(root.join("a.txt"), "old").unwrap();
     let before = snapshot(root);
     let changes = resolve(
         &OnDisk(root),
-        Plan {
-            files: vec![file("a.txt", "new", Policy::Regenerated)],
-            ..Plan::default()
-        },
+        regenerated(&[("a.txt", "new")]),
         Options {
             force: true,
             dry_run: false,
@@ -146,14 +118,10 @@ fn an_interruption_while_the_second_part_is_planned_undoes_the_first() {
 /// A file the second part writes by itself (cargo's lock) is put back with the rest.
 #[test]
 fn a_file_the_second_part_writes_itself_is_undone_too() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = with_files(&[("Cargo.lock", "locked")]);
     let root = dir.path();
-    fs::write(root.join("Cargo.lock"), "locked").unwrap();
     let before = snapshot(root);
-    let plan = Plan {
-        files: vec![file("Cargo.toml", "bumped", Policy::Regenerated)],
-        ..Plan::default()
-    };
+    let plan = regenerated(&[("Cargo.toml", "bumped")]);
     let error = apply_then(
         root,
         plan,
@@ -172,9 +140,8 @@ fn a_file_the_second_part_writes_itself_is_undone_too() {
 /// A file a write changes twice is journaled once: the undo of both gives its first bytes.
 #[test]
 fn a_file_changed_twice_is_journaled_once() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = with_files(&[("a.txt", "first")]);
     let root = dir.path();
-    fs::write(root.join("a.txt"), "first").unwrap();
     let mut journal = Journal::begin(root).unwrap();
     journal.record(Entry::Replace("a.txt".into())).unwrap();
     fs::write(root.join("a.txt"), "second").unwrap();
@@ -188,14 +155,8 @@ fn a_file_changed_twice_is_journaled_once() {
             Entry::Create("b.txt".into())
         ]
     );
-    assert_eq!(
-        fs::read_to_string(root.join(UNDO_DIR).join("a.txt")).unwrap(),
-        "first"
-    );
-    assert_eq!(
-        fs::read_to_string(root.join(JOURNAL)).unwrap(),
-        "replace\ta.txt\ncreate\tb.txt\n"
-    );
+    assert_eq!(read(root.join(UNDO_DIR).join("a.txt")), "first");
+    assert_eq!(read(root.join(JOURNAL)), "replace\ta.txt\ncreate\tb.txt\n");
 }
 
 #[test]
@@ -234,10 +195,7 @@ fn undo_restores_what_it_can_and_names_every_failure_but_what_was_never_made() {
         ],
         "{failures:#?}"
     );
-    assert_eq!(
-        fs::read_to_string(root.join("replaced.txt")).unwrap(),
-        "old"
-    );
+    assert_eq!(read(root.join("replaced.txt")), "old");
     assert!(!root.join("untouched.txt").exists());
 }
 
@@ -268,18 +226,9 @@ fn writes_make_only_the_missing_folders_and_journal_what_they_replace() {
         lines.concat(),
         "dir\tsrc/new\ncreate\tsrc/new/deep.rs\nreplace\tsrc/lib.rs\ncreate\tsrc/vanished.rs\n"
     );
-    assert_eq!(
-        fs::read_to_string(root.join("src/lib.rs")).unwrap(),
-        "src/lib.rs new"
-    );
-    assert_eq!(
-        fs::read_to_string(root.join(UNDO_DIR).join("src/lib.rs")).unwrap(),
-        "old"
-    );
-    assert_eq!(
-        fs::read_to_string(root.join("src/vanished.rs")).unwrap(),
-        "src/vanished.rs new"
-    );
+    assert_eq!(read(root.join("src/lib.rs")), "src/lib.rs new");
+    assert_eq!(read(root.join(UNDO_DIR).join("src/lib.rs")), "old");
+    assert_eq!(read(root.join("src/vanished.rs")), "src/vanished.rs new");
 }
 
 /// A file of the project is carried into a new tree whole, its folders made; what is not a
@@ -314,7 +263,7 @@ fn a_scratch_folder_is_new_and_gone_once_dropped() {
     let name = scratch.path().file_name().unwrap().to_string_lossy();
     assert!(name.starts_with("rsbuilder-test-"), "{name}");
     let file = scratch.write("a.txt", "text").unwrap();
-    assert_eq!(fs::read_to_string(&file).unwrap(), "text");
+    assert_eq!(read(&file), "text");
     let path = scratch.path().to_path_buf();
     drop(scratch);
     assert!(!path.exists());
@@ -355,48 +304,37 @@ fn writes_files_and_insertions() {
     };
     apply(dir.path(), plan, Options::default()).unwrap();
     assert_eq!(
-        fs::read_to_string(dir.path().join("a/b.yaml")).unwrap(),
+        read(dir.path().join("a/b.yaml")),
         "x: 1\ny: 2\n# +rsbuilder:scaffold:list\n"
     );
 }
 
 #[test]
 fn conflicts_stop_everything_before_any_write() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("b.txt"), "mine").unwrap();
-    let before = snapshot(dir.path());
+    let dir = with_files(&[("b.txt", "mine")]);
     let plan = Plan {
         files: vec![
             file("a.txt", "new", Policy::Owned),
             file("b.txt", "theirs", Policy::Owned),
         ],
-        insertions: Vec::new(),
-        removals: Vec::new(),
-        derived: Vec::new(),
+        ..Plan::default()
     };
-    let error = apply(dir.path(), plan, Options::default()).unwrap_err();
+    let error = refused(dir.path(), plan);
     assert!(
         error.to_string().contains("`b.txt` already exists"),
         "{error}"
     );
-    assert_eq!(snapshot(dir.path()), before);
 }
 
 #[test]
 fn user_files_are_kept_even_when_forced() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("README.md"), "mine").unwrap();
+    let dir = with_files(&[("README.md", "mine")]);
     let plan = || Plan {
         files: vec![file("README.md", "theirs", Policy::KeepExisting)],
-        insertions: Vec::new(),
-        removals: Vec::new(),
-        derived: Vec::new(),
+        ..Plan::default()
     };
     apply(dir.path(), plan(), Options::default()).unwrap();
-    assert_eq!(
-        fs::read_to_string(dir.path().join("README.md")).unwrap(),
-        "mine"
-    );
+    assert_eq!(read(dir.path().join("README.md")), "mine");
     apply(
         dir.path(),
         plan(),
@@ -406,16 +344,12 @@ fn user_files_are_kept_even_when_forced() {
         },
     )
     .unwrap();
-    assert_eq!(
-        fs::read_to_string(dir.path().join("README.md")).unwrap(),
-        "mine"
-    );
+    assert_eq!(read(dir.path().join("README.md")), "mine");
 }
 
 #[test]
 fn a_failed_write_undoes_the_earlier_ones() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("keep.txt"), "old").unwrap();
+    let dir = with_files(&[("keep.txt", "old")]);
     // `z` is a file, so `z/late.txt` cannot be written after the others were.
     fs::write(dir.path().join("z"), "in the way").unwrap();
     let before = snapshot(dir.path());
@@ -425,9 +359,7 @@ fn a_failed_write_undoes_the_earlier_ones() {
             file("keep.txt", "new", Policy::Owned),
             file("z/late.txt", "2", Policy::Owned),
         ],
-        insertions: Vec::new(),
-        removals: Vec::new(),
-        derived: Vec::new(),
+        ..Plan::default()
     };
     let error = apply(
         dir.path(),
@@ -448,9 +380,7 @@ fn a_failed_write_undoes_the_earlier_ones() {
 
 #[test]
 fn a_missing_marker_stops_everything() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("main.rs"), "fn main() {}\n").unwrap();
-    let before = snapshot(dir.path());
+    let dir = with_files(&[("main.rs", "fn main() {}\n")]);
     let plan = Plan {
         files: vec![file("new.rs", "//! new\n", Policy::Owned)],
         insertions: vec![Insertion {
@@ -462,9 +392,8 @@ fn a_missing_marker_stops_everything() {
         removals: Vec::new(),
         derived: Vec::new(),
     };
-    let error = apply(dir.path(), plan, Options::default()).unwrap_err();
+    let error = refused(dir.path(), plan);
     assert!(error.to_string().contains("`main.rs`"), "{error}");
-    assert_eq!(snapshot(dir.path()), before);
 }
 
 #[test]
@@ -474,22 +403,18 @@ fn read_only_files_are_not_changed() {
     let locked = dir.path().join("role.yaml");
     fs::write(&locked, "old").unwrap();
     fs::set_permissions(&locked, fs::Permissions::from_mode(0o444)).unwrap();
-    let before = snapshot(dir.path());
     let plan = Plan {
         files: vec![
             file("a.yaml", "new", Policy::Owned),
             file("role.yaml", "new", Policy::Regenerated),
         ],
-        insertions: Vec::new(),
-        removals: Vec::new(),
-        derived: Vec::new(),
+        ..Plan::default()
     };
-    let error = apply(dir.path(), plan, Options::default()).unwrap_err();
+    let error = refused(dir.path(), plan);
     assert_eq!(
         error.to_string(),
         "`role.yaml` is read-only, and rsbuilder would change it"
     );
-    assert_eq!(snapshot(dir.path()), before);
 }
 
 #[test]
@@ -516,10 +441,8 @@ fn removals_delete_files_and_are_undone_with_the_rest() {
 /// A command killed half way leaves its journal; the next command's lock undoes it.
 #[test]
 fn an_interrupted_command_is_undone_by_the_next_one() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = with_files(&[("main.rs", "old main"), ("gone.rs", "removed")]);
     let root = dir.path();
-    fs::write(root.join("main.rs"), "old main").unwrap();
-    fs::write(root.join("gone.rs"), "removed").unwrap();
     let before = snapshot(root);
     {
         let mut journal = Journal::begin(root).unwrap();
@@ -568,7 +491,7 @@ fn undo_goes_on_past_a_failure_and_names_it() {
         failures[0].starts_with("failed to restore `sub/a.rs`"),
         "{failures:?}"
     );
-    assert_eq!(fs::read_to_string(root.join("b.rs")).unwrap(), "old b");
+    assert_eq!(read(root.join("b.rs")), "old b");
     assert!(!root.join("c.rs").exists());
 }
 
@@ -580,7 +503,6 @@ fn writes_through_symbolic_links_are_refused_before_any_write() {
     std::os::unix::fs::symlink(outside.path(), root.join("config")).unwrap();
     std::os::unix::fs::symlink(outside.path().join("missing"), root.join("dangling.rs")).unwrap();
     for planned in ["config/x.yaml", "dangling.rs"] {
-        let before = snapshot(root);
         let plan = Plan {
             files: vec![
                 file("a.rs", "a", Policy::Owned),
@@ -588,7 +510,7 @@ fn writes_through_symbolic_links_are_refused_before_any_write() {
             ],
             ..Plan::default()
         };
-        let error = apply(root, plan, Options::default()).unwrap_err();
+        let error = refused(root, plan);
         let link = planned.split('/').next().unwrap();
         assert!(
             error
@@ -596,7 +518,6 @@ fn writes_through_symbolic_links_are_refused_before_any_write() {
                 .starts_with(&format!("`{link}` is a symbolic link")),
             "{error}"
         );
-        assert_eq!(snapshot(root), before);
         assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
     }
 }
@@ -609,9 +530,7 @@ fn a_dry_run_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let plan = Plan {
         files: vec![file("a.txt", "new", Policy::Owned)],
-        insertions: Vec::new(),
-        removals: Vec::new(),
-        derived: Vec::new(),
+        ..Plan::default()
     };
     apply(
         dir.path(),

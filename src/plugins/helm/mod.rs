@@ -443,28 +443,22 @@ fn instances(install: &Install, defaults: &values::Defaults) -> Vec<Instance> {
     let mut policies = Vec::new();
     let mut certificates = Vec::new();
     for (section, default, port, service, certificate) in servers {
-        let secret = format!("{section}-server-cert");
+        // The names of the server, which both sets read from.
+        let names = vec![
+            ("section", section.into()),
+            ("section_default", default.into()),
+            ("traffic", section.into()),
+            ("port", port.into()),
+            ("service", service.into()),
+            ("certificate", certificate.as_str().into()),
+            ("secret", format!("{section}-server-cert").into()),
+        ];
         policies.push((
             "helm-network-policy",
-            vec![
-                ("section", section.into()),
-                ("section_default", default.into()),
-                ("traffic", section.into()),
-                ("port", port.into()),
-            ],
+            names.clone(),
             ("traffic", section.to_owned()),
         ));
-        certificates.push((
-            "helm-certificate",
-            vec![
-                ("section", section.into()),
-                ("section_default", default.into()),
-                ("service", service.into()),
-                ("certificate", certificate.as_str().into()),
-                ("secret", secret.into()),
-            ],
-            ("certificate", certificate),
-        ));
+        certificates.push(("helm-certificate", names, ("certificate", certificate)));
     }
     if defaults.cert_manager {
         policies.extend(certificates);
@@ -630,16 +624,22 @@ mod tests {
 
     /// A Role and a ClusterRole of one name map to one file name: the later is numbered, in
     /// its file name only, wherever the chart goes.
+    /// The templates of the chart in `chart` of the manager's Deployment and `objects`.
+    fn chart_templates(
+        objects: &str,
+        chart: &str,
+    ) -> (Install, values::Defaults, Vec<PlannedFile>) {
+        let install = op_install(&format!("{OP_DEPLOYMENT}{objects}"));
+        let defaults = values::Defaults::of(&install).unwrap();
+        let templates = templates(&install, &defaults, Path::new(chart)).unwrap();
+        (install, defaults, templates)
+    }
+
     #[test]
     fn templates_of_one_name_are_numbered_by_file_name() {
-        let objects = &format!(
-            "{OP_DEPLOYMENT}apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: op-reader\n  namespace: op-system\nrules: []\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: op-reader\nrules: []\n"
-        );
-        let install = op_install(objects);
-        let defaults = values::Defaults::of(&install).unwrap();
-        let chart = Path::new("x.yaml/chart");
-        let paths: Vec<PathBuf> = templates(&install, &defaults, chart)
-            .unwrap()
+        let objects = "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: op-reader\n  namespace: op-system\nrules: []\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: op-reader\nrules: []\n";
+        let paths: Vec<PathBuf> = chart_templates(objects, "x.yaml/chart")
+            .2
             .into_iter()
             .map(|f| f.path)
             .filter(|p| p.starts_with("x.yaml/chart/templates/rbac"))
@@ -655,12 +655,8 @@ mod tests {
 
     #[test]
     fn only_the_plugins_own_text_is_filled_in() {
-        let objects = &format!(
-            "{OP_DEPLOYMENT}apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: op-settings\n  namespace: op-system\ndata:\n  text: CHART REPOSITORY METRICS_PORT SECTION\n"
-        );
-        let install = op_install(objects);
-        let defaults = values::Defaults::of(&install).unwrap();
-        let templates = templates(&install, &defaults, Path::new("chart")).unwrap();
+        let objects = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: op-settings\n  namespace: op-system\ndata:\n  text: CHART REPOSITORY METRICS_PORT SECTION\n";
+        let (install, defaults, templates) = chart_templates(objects, "chart");
         let find = |path: &str| {
             templates
                 .iter()

@@ -529,13 +529,22 @@ mod tests {
 
     const OBJECTS: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op-controller-manager\n  namespace: op-system\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        image: op:v1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: op-settings\n  namespace: op-system\n  labels:\n    app.kubernetes.io/name: op\n    tier: backend\ndata:\n  greeting: 'hello {{ .Values.x }} CHART PORT'\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\n  namespace: other\n";
 
+    /// The chart's template of the install file's object `index`, in `chart/`.
+    fn chart_file(objects: &str, index: usize) -> Option<PlannedFile> {
+        let install = install(objects);
+        let defaults = Defaults::of(&install).unwrap();
+        template(
+            &install,
+            &defaults,
+            &install.objects[index],
+            Path::new("chart"),
+        )
+        .unwrap()
+    }
+
     #[test]
     fn the_install_files_own_text_is_escaped_and_its_names_follow_the_release() {
-        let install = install(OBJECTS);
-        let defaults = Defaults::of(&install).unwrap();
-        let file = template(&install, &defaults, &install.objects[1], Path::new("chart"))
-            .unwrap()
-            .unwrap();
+        let file = chart_file(OBJECTS, 1).unwrap();
         let (path, text) = (file.path, file.contents);
         assert_eq!(
             path,
@@ -556,28 +565,17 @@ mod tests {
                greeting: hello {{ \"{{\" }} .Values.x }} CHART PORT\n"
         );
         // A name kustomize did not prefix is kept; so is a namespace that is not the project's.
-        let text = template(&install, &defaults, &install.objects[2], Path::new("chart"))
-            .unwrap()
-            .unwrap()
-            .contents;
+        let text = chart_file(OBJECTS, 2).unwrap().contents;
         assert!(text.contains("\n  name: shared\n"), "{text}");
         assert!(text.contains("\n  namespace: other\n"), "{text}");
         // The manager's Deployment is the static template's.
-        assert!(
-            template(&install, &defaults, &install.objects[0], Path::new("chart"))
-                .unwrap()
-                .is_none()
-        );
+        assert!(chart_file(OBJECTS, 0).is_none());
     }
 
     #[test]
     fn a_crds_own_annotations_are_escaped_beside_the_charts_conditional_ones() {
         let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: things.example.com\n  annotations:\n    cert-manager.io/inject-ca-from: op-system/op-serving-cert\n    note: '{{ x }}'\nspec:\n  group: example.com\n";
-        let install = install(&format!("{OBJECTS}---\n{crd}"));
-        let defaults = Defaults::of(&install).unwrap();
-        let file = template(&install, &defaults, &install.objects[3], Path::new("chart"))
-            .unwrap()
-            .unwrap();
+        let file = chart_file(&format!("{OBJECTS}---\n{crd}"), 3).unwrap();
         let (path, text) = (file.path, file.contents);
         assert_eq!(
             path,
@@ -596,10 +594,7 @@ mod tests {
     #[test]
     fn a_crds_conversion_calls_the_releases_service_while_webhooks_are_on() {
         let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: things.example.com\nspec:\n  group: example.com\n  conversion:\n    strategy: Webhook\n    webhook:\n      clientConfig:\n        service:\n          name: op-webhook-service\n          namespace: op-system\n          path: '/convert\"CHART.{{'\n      conversionReviewVersions:\n      - v1\n  scope: Namespaced\n";
-        let install = install(&format!("{OBJECTS}---\n{crd}"));
-        let defaults = Defaults::of(&install).unwrap();
-        let text = template(&install, &defaults, &install.objects[3], Path::new("chart"))
-            .unwrap()
+        let text = chart_file(&format!("{OBJECTS}---\n{crd}"), 3)
             .unwrap()
             .contents;
         assert!(

@@ -667,22 +667,15 @@ mod tests {
 
     #[test]
     fn images_split_into_repository_and_tag() {
-        assert_eq!(
-            split_image("controller:latest"),
-            ("controller".into(), "latest".into())
-        );
-        assert_eq!(
-            split_image("localhost:5000/op:v1.2"),
-            ("localhost:5000/op".into(), "v1.2".into())
-        );
-        assert_eq!(
-            split_image("localhost:5000/op"),
-            ("localhost:5000/op".into(), "latest".into())
-        );
-        assert_eq!(
-            split_image("op@sha256:abc"),
-            ("op@sha256:abc".into(), "latest".into())
-        );
+        for (image, want) in [
+            ("controller:latest", ("controller", "latest")),
+            ("localhost:5000/op:v1.2", ("localhost:5000/op", "v1.2")),
+            ("localhost:5000/op", ("localhost:5000/op", "latest")),
+            ("op@sha256:abc", ("op@sha256:abc", "latest")),
+        ] {
+            let (repository, tag) = split_image(image);
+            assert_eq!((repository.as_str(), tag.as_str()), want);
+        }
     }
 
     const GENERATED: &str = "# The manager.\nmanager:\n  enabled: true\n  # Replicas.\n  replicas: 1\n  image:\n    repository: controller\n\n# Webhooks.\nwebhook:\n  enabled: true\n  port: 9443\n";
