@@ -311,6 +311,40 @@ fn only_apply_and_tree_touch_the_file_system() {
     );
 }
 
+/// "No plugin assembles a file with `.replace` or `format!`": the plugins' code holds no
+/// `.replace(` and no Go template text (`{{`), which their templates under `templates/` hold.
+/// The one exception is read, not written: `GENERATED`, the first line by which the Helm
+/// plugin knows its own templates.
+#[test]
+fn plugins_build_no_file_text_in_rust() {
+    let built: Vec<String> = modules()
+        .iter()
+        .filter(|module| module.path.starts_with("plugins"))
+        .flat_map(|module| {
+            let mut in_header = false;
+            let mut found = Vec::new();
+            for (index, line) in module.code.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or_default();
+                in_header |= code.trim_start().starts_with("const GENERATED: &str");
+                if in_header {
+                    in_header = !code.contains(';');
+                    continue;
+                }
+                if code.contains(".replace(") || code.contains("{{") {
+                    found.push(format!(
+                        "{}:{}: {}",
+                        shown(&module.file),
+                        index + 1,
+                        line.trim()
+                    ));
+                }
+            }
+            found
+        })
+        .collect();
+    assert!(built.is_empty(), "file text built in a plugin: {built:#?}");
+}
+
 /// "No other module imports clap."
 #[test]
 fn only_cli_uses_clap() {
