@@ -17,6 +17,7 @@ mod runtime;
 mod scaffold;
 mod tree;
 mod ui;
+mod validations;
 mod versions;
 mod webhook;
 mod yaml;

@@ -18,6 +18,7 @@ use crate::rbac;
 use crate::scaffold::{Plan, PlannedFile, Policy};
 use crate::tree::{OnDisk, Tree as _};
 use crate::ui::{self, UserError};
+use crate::validations::{self, Finding};
 use crate::webhook;
 
 /// Where the CRDs go.
@@ -39,9 +40,11 @@ pub fn generate(root: &Path, check: bool) -> anyhow::Result<()> {
         files,
         orphans,
         crd_time,
+        samples,
     } = manifests(root)?;
+    let broken = report_samples(&samples);
     if check {
-        return check_files(root, &files, &orphans);
+        return check_files(root, &files, &orphans, broken);
     }
     apply::apply(
         root,
@@ -83,6 +86,43 @@ pub struct Manifests {
     pub orphans: Vec<PathBuf>,
     /// How long crdgen took.
     pub crd_time: std::time::Duration,
+    /// What the CRDs' CEL rules make of the samples.
+    pub samples: Vec<Finding>,
+}
+
+/// Prints what the rules make of the samples; returns how many samples break one.
+fn report_samples(findings: &[Finding]) -> usize {
+    let mut broken = 0;
+    for finding in findings {
+        match finding {
+            Finding::Broken {
+                sample,
+                name,
+                rule,
+                path,
+                message,
+            } => {
+                broken += 1;
+                ui::warn(
+                    &format!(
+                        "`{}`: {name} breaks the rule `{rule}` at `{path}`: {message}",
+                        sample.display()
+                    ),
+                    Some("the API server would refuse this sample: fix the sample, or the rule"),
+                );
+            }
+            Finding::Skipped {
+                sample,
+                rule,
+                path,
+                reason,
+            } => ui::note(&format!(
+                "`{}`: the rule `{rule}` at `{path}` is not evaluated: {reason}",
+                sample.display()
+            )),
+        }
+    }
+    broken
 }
 
 /// The manifests of the project at `root`, written nowhere.
@@ -109,6 +149,13 @@ pub fn manifests(root: &Path) -> anyhow::Result<Manifests> {
     let crds = crds(root)?;
     let crd_time = crd_started.elapsed();
     check_sizes(&crds)?;
+    for warning in validations::check_crds(&crds)? {
+        ui::warn(
+            &warning,
+            Some("read `self` alone there, or make the list `x-kubernetes-list-type: map`"),
+        );
+    }
+    let samples = validations::check_samples(&OnDisk(root), &crds)?;
 
     let mut files: Vec<PlannedFile> = crds
         .iter()
@@ -136,6 +183,7 @@ pub fn manifests(root: &Path) -> anyhow::Result<Manifests> {
         files,
         orphans,
         crd_time,
+        samples,
     })
 }
 
@@ -281,7 +329,14 @@ fn orphans(root: &Path, crds: &BTreeMap<PathBuf, String>) -> anyhow::Result<Vec<
     Ok(orphans)
 }
 
-fn check_files(root: &Path, files: &[PlannedFile], orphans: &[PathBuf]) -> anyhow::Result<()> {
+/// Lists the stale files with their diffs; fails when any is stale or a sample breaks a rule
+/// (`broken` of them).
+fn check_files(
+    root: &Path,
+    files: &[PlannedFile],
+    orphans: &[PathBuf],
+    broken: usize,
+) -> anyhow::Result<()> {
     let mut stale = 0;
     for file in files {
         // What cannot be read as text is stale, not an error: `generate` rewrites it.
@@ -302,6 +357,14 @@ fn check_files(root: &Path, files: &[PlannedFile], orphans: &[PathBuf]) -> anyho
         stale += 1;
         ui::file("stale", orphan);
         ui::note("  (no kind of the api crate produces this CRD any more)");
+    }
+    if broken > 0 && stale == 0 {
+        return Err(UserError::new(format!(
+            "{broken} sample{} a CEL rule of its CRD",
+            if broken == 1 { " breaks" } else { "s break" }
+        ))
+        .help("fix the samples named above, or the rules")
+        .into());
     }
     if stale > 0 {
         return Err(UserError::new(format!(

@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use crate::support::{Workspace, stderr};
 
 /// The target directory the generated projects share, so that their dependencies build once.
-fn target() -> PathBuf {
+pub fn target() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated-projects")
 }
 
@@ -15,7 +15,7 @@ fn target() -> PathBuf {
 /// the shared target directory, so two builds at once could run each other's binary.
 static BUILDING: Mutex<()> = Mutex::new(());
 
-fn one_build_at_a_time() -> MutexGuard<'static, ()> {
+pub fn one_build_at_a_time() -> MutexGuard<'static, ()> {
     BUILDING.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -109,6 +109,71 @@ fn manifests_follow_the_types_and_the_markers() {
         crd.contains("    - jsonPath: .spec.replicas\n      name: Replicas\n      type: integer\n"),
         "{crd}"
     );
+    check(&ws).success();
+
+    // A CEL rule on the spec reaches the CRD, and the samples are evaluated against it.
+    edit(
+        &ws,
+        "api/src/appotp/v1/app_otp.rs",
+        "#[serde(rename_all = \"camelCase\")]\npub struct AppOTPSpec {",
+        "#[serde(rename_all = \"camelCase\")]\n#[x_kube(validation = Rule::new(\"self.replicas <= self.size * 2\").message(\"at most twice the size\"))]\npub struct AppOTPSpec {",
+    );
+    // As the scaffold's comment says: KubeSchema in place of JsonSchema.
+    edit(
+        &ws,
+        "api/src/appotp/v1/app_otp.rs",
+        "    schemars::JsonSchema,\n)]\n#[kube(",
+        "    kube::KubeSchema,\n)]\n#[kube(",
+    );
+    ws.write(
+        "config/samples/appotp_v1_app_otp.yaml",
+        &ws.read("config/samples/appotp_v1_app_otp.yaml")
+            .replace("  size: 1\n", "  size: 1\n  replicas: 2\n"),
+    );
+    let err = stderr(&ws.run_with_target(&target, &["generate"]).success());
+    assert!(!err.contains("breaks the rule"), "{err}");
+    let crd = ws.read("config/crd/bases/appotp.learn.com_appotps.yaml");
+    assert!(
+        crd.contains("            x-kubernetes-validations:\n            - message: at most twice the size\n              rule: self.replicas <= self.size * 2\n"),
+        "{crd}"
+    );
+    check(&ws).success();
+    ws.write(
+        "config/samples/appotp_v1_app_otp.yaml",
+        &ws.read("config/samples/appotp_v1_app_otp.yaml")
+            .replace("  replicas: 2\n", "  replicas: 3\n"),
+    );
+    let err = stderr(&check(&ws).code(1));
+    assert!(
+        err.contains("warning: `config/samples/appotp_v1_app_otp.yaml`: appotp-sample breaks the rule `self.replicas <= self.size * 2` at `.spec`: at most twice the size\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("error: 1 sample breaks a CEL rule of its CRD"),
+        "{err}"
+    );
+
+    // A rule that does not parse fails `generate`, which writes nothing.
+    edit(
+        &ws,
+        "api/src/appotp/v1/app_otp.rs",
+        "self.replicas <= self.size * 2",
+        "self.replicas <= self.size *",
+    );
+    let before = ws.snapshot();
+    let err = stderr(&ws.run_with_target(&target, &["generate"]).code(1));
+    assert!(
+        err.contains("error: the CEL rule `self.replicas <= self.size *` of AppOTP v1 at `.spec` does not parse; nothing was written:\nERROR: <input>:1:"),
+        "{err}"
+    );
+    crate::support::assert_same_tree(&before, &ws.snapshot(), "a failed generate");
+    edit(
+        &ws,
+        "api/src/appotp/v1/app_otp.rs",
+        "self.replicas <= self.size *",
+        "self.replicas <= self.size * 3",
+    );
+    ws.run_with_target(&target, &["generate"]).success();
     check(&ws).success();
 
     // An RBAC marker changes the role, and nothing else.

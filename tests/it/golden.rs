@@ -14,6 +14,65 @@ struct Scenario {
     name: &'static str,
     directory: &'static str,
     commands: &'static [&'static str],
+    /// What the user then writes by hand, after which `rsbuilder generate` runs.
+    edits: &'static [Edit],
+}
+
+/// A user's edit of a file: `from` replaced by `to`, once.
+pub struct Edit {
+    pub path: &'static str,
+    pub from: &'static str,
+    pub to: &'static str,
+}
+
+/// The types of project-v1's Policy, as a user writes CEL rules (kube's `KubeSchema` and
+/// `x_kube`), a print column with a priority and the scale subresource; and its sample, which
+/// keeps the rules.
+const POLICY_EDITS: &[Edit] = &[
+    Edit {
+        path: "api/src/appotp/v1/policy.rs",
+        from: "    schemars::JsonSchema,\n)]\n#[kube(",
+        to: "    kube::KubeSchema,\n)]\n#[kube(",
+    },
+    Edit {
+        path: "api/src/appotp/v1/policy.rs",
+        from: "    status = \"PolicyStatus\",\n",
+        to: "    status = \"PolicyStatus\",\n    scale(\n        spec_replicas_path = \".spec.replicas\",\n        status_replicas_path = \".status.replicas\"\n    ),\n    printcolumn(\n        name = \"Replicas\",\n        type_ = \"integer\",\n        json_path = \".spec.replicas\",\n        description = \"Replicas to run\",\n        priority = 1\n    ),\n",
+    },
+    Edit {
+        path: "api/src/appotp/v1/policy.rs",
+        from: "#[serde(rename_all = \"camelCase\")]\npub struct PolicySpec {",
+        to: "#[serde(rename_all = \"camelCase\")]\n#[x_kube(validation = Rule::new(\"self.replicas <= self.size * 2\").message(\"too many replicas\"))]\npub struct PolicySpec {",
+    },
+    Edit {
+        path: "api/src/appotp/v1/policy.rs",
+        from: "    pub size: i32,\n}\n",
+        to: "    pub size: i32,\n\n    /// Replicas to run: at most twice the size.\n    pub replicas: i32,\n\n    /// Where the policy applies; it cannot change once set.\n    #[x_kube(validation = Rule::new(\"self == oldSelf\").message(\"region is immutable\"))]\n    pub region: String,\n}\n",
+    },
+    Edit {
+        path: "api/src/appotp/v1/policy.rs",
+        from: "    pub observed_generation: Option<i64>,\n}\n",
+        to: "    pub observed_generation: Option<i64>,\n\n    /// Replicas running, for the scale subresource.\n    #[serde(default)]\n    pub replicas: i32,\n}\n",
+    },
+    Edit {
+        path: "config/samples/appotp_v1_policy.yaml",
+        from: "  size: 1\n",
+        to: "  size: 1\n  replicas: 2\n  region: eu-west-1\n",
+    },
+];
+
+/// The files of golden project `name` that a user's edits change: those edits' files, and the
+/// CRDs `generate` makes of them.
+pub fn edited_files(name: &str) -> Vec<PathBuf> {
+    SCENARIOS
+        .iter()
+        .filter(|scenario| scenario.name == name)
+        .flat_map(|scenario| scenario.edits.iter().map(|edit| PathBuf::from(edit.path)))
+        .chain(
+            (name == "project-v1")
+                .then(|| PathBuf::from("config/crd/bases/appotp.learn.com_policies.yaml")),
+        )
+        .collect()
 }
 
 const SCENARIOS: &[Scenario] = &[
@@ -40,6 +99,7 @@ const SCENARIOS: &[Scenario] = &[
             // Scaffolding a kind again rewrites its own files and duplicates no insertion.
             "create api --group appotp --version v1 --kind AppOTP --force",
         ],
+        edits: POLICY_EDITS,
     },
     // Names that clash with Rust keywords, with crates, or with what the generated code imports.
     Scenario {
@@ -67,6 +127,7 @@ const SCENARIOS: &[Scenario] = &[
             // A cluster-scoped kind: its samples have no namespace.
             "create webhook --group ops --version v1 --kind Spec --defaulting --programmatic-validation",
         ],
+        edits: &[],
     },
     Scenario {
         name: "project-namespaced",
@@ -77,6 +138,7 @@ const SCENARIOS: &[Scenario] = &[
             "create api --group ship --version v1 --kind Captain",
             "create webhook --group ship --version v1 --kind Captain --defaulting",
         ],
+        edits: &[],
     },
     // Kinds that run an image, as kubebuilder's deploy-image plugin makes them, and controllers
     // for Kubernetes' own kinds.
@@ -99,6 +161,7 @@ const SCENARIOS: &[Scenario] = &[
             "create webhook --group apps --version v1 --kind Deployment --defaulting",
             "create webhook --group apps --version v1 --kind Deployment --programmatic-validation",
         ],
+        edits: &[],
     },
     // Webhooks: the Application operator of defaulting and validation, and a kind with two
     // versions whose module grows one webhook at a time, up to a conversion.
@@ -120,12 +183,21 @@ const SCENARIOS: &[Scenario] = &[
             // Scaffolding webhooks again rewrites their module and duplicates nothing else.
             "create webhook --group example --version v1 --kind Application --defaulting --force",
         ],
+        edits: &[],
     },
 ];
 
 /// Golden projects that kubebuilder's own scripts make: `scripts/kubebuilder-testdata.sh` runs
 /// their command lists as kubebuilder's users write them.
 const KUBEBUILDER_SCRIPTS: &[&str] = &["project-v4-multigroup", "project-v4-with-plugins"];
+
+/// The target directory of rsbuilder's own build, which the golden projects' builds share.
+fn target() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target"),
+        PathBuf::from,
+    )
+}
 
 /// Runs kubebuilder's script for `name` in a new temporary directory; returns the directory
 /// (kept alive by the returned handle) and the project in it.
@@ -140,11 +212,7 @@ fn run_kubebuilder_script(name: &str) -> (tempfile::TempDir, PathBuf) {
         .env("NO_COLOR", "1")
         // `make build-installer` compiles the project's crdgen: with the dependencies built
         // for rsbuilder's own tests and the other golden projects.
-        .env(
-            "CARGO_TARGET_DIR",
-            std::env::var_os("CARGO_TARGET_DIR")
-                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target").into()),
-        )
+        .env("CARGO_TARGET_DIR", target())
         .output()
         .expect("bash runs");
     assert!(
@@ -213,6 +281,25 @@ fn golden_projects_are_up_to_date() {
                 "{}: `rsbuilder {}` failed:\n{}",
                 scenario.name,
                 command,
+                stderr(&assert)
+            );
+        }
+        if !scenario.edits.is_empty() {
+            for edit in scenario.edits {
+                let text = ws.read(edit.path);
+                assert!(
+                    text.contains(edit.from),
+                    "`{}` not in {}",
+                    edit.from,
+                    edit.path
+                );
+                ws.write(edit.path, &text.replacen(edit.from, edit.to, 1));
+            }
+            let assert = ws.run_with_target(&target(), &["generate"]);
+            assert!(
+                assert.get_output().status.success(),
+                "{}: `rsbuilder generate` after the edits failed:\n{}",
+                scenario.name,
                 stderr(&assert)
             );
         }

@@ -12,6 +12,7 @@ mod golden;
 mod hostile;
 mod init;
 mod make;
+mod markers;
 mod support;
 mod terminal;
 mod transcripts;

@@ -40,6 +40,15 @@ pub struct MatchSpec {
     // TODO(user): Replace this example with the fields of your resource. Run `make manifests`
     // after every change. Keep `Default` derivable: the controller's tests build their objects
     // with `Spec::default()`, so that they compile whatever fields the spec has.
+    //
+    // CEL rules (controller-gen's `+kubebuilder:validation:XValidation`) are checked by the API
+    // server on every write; `make manifests` writes them into the CRD, parses them and checks
+    // config/samples/ against them. Derive `kube::KubeSchema` in place of `schemars::JsonSchema`
+    // above, then give a field that cannot change once set:
+    //     #[x_kube(validation = Rule::new("self == oldSelf").message("region is immutable"))]
+    //     pub region: String,
+    // and a rule across fields, above `pub struct MatchSpec` (`self` is the spec):
+    //     #[x_kube(validation = Rule::new("self.replicas <= self.size * 2").message("at most twice the size"))]
     /// An example field: how many instances to run.
     #[schemars(range(min = 1, max = 10))]
     pub size: i32,

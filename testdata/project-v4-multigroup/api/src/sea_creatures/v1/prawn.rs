@@ -41,6 +41,15 @@ pub struct PrawnSpec {
     // after every change. Keep `Default` derivable: the controller's tests build their objects
     // with `Spec::default()`, so that they compile whatever fields the spec has.
     //
+    // CEL rules (controller-gen's `+kubebuilder:validation:XValidation`) are checked by the API
+    // server on every write; `make manifests` writes them into the CRD, parses them and checks
+    // config/samples/ against them. Derive `kube::KubeSchema` in place of `schemars::JsonSchema`
+    // above, then give a field that cannot change once set:
+    //     #[x_kube(validation = Rule::new("self == oldSelf").message("region is immutable"))]
+    //     pub region: String,
+    // and a rule across fields, above `pub struct PrawnSpec` (`self` is the spec):
+    //     #[x_kube(validation = Rule::new("self.replicas <= self.size * 2").message("at most twice the size"))]
+    //
     // Server-side apply (`--ssa`): every field is an `Option` left out when unset, so that a
     // Prawn with only some fields set is the apply configuration of those fields:
     // `api.patch(name, &PatchParams::apply(MANAGER), &Patch::Apply(&partial))` sets them and
