@@ -209,13 +209,11 @@ pub fn check_samples(
     let dir = Path::new(SAMPLES_DIR);
     let mut findings = Vec::new();
     for sample in tree.files_below(dir, &|_| false)? {
-        let is_yaml = sample
+        // A file that is not YAML is no sample (kustomization.yaml is, but holds no object of a
+        // CRD's kind).
+        if !sample
             .extension()
-            .is_some_and(|e| e == "yaml" || e == "yml");
-        if !is_yaml
-            || sample
-                .file_name()
-                .is_some_and(|n| n == "kustomization.yaml")
+            .is_some_and(|e| e == "yaml" || e == "yml")
         {
             continue;
         }
@@ -404,6 +402,13 @@ spec:
                   type: object
                   x-kubernetes-validations:
                   - rule: self.port == oldSelf.port
+              notes:
+                type: object
+                additionalProperties:
+                  type: string
+                  x-kubernetes-validations:
+                  - rule: self.size() < 10
+                    message: a note is short
               limits:
                 type: object
                 additionalProperties:
@@ -438,6 +443,7 @@ spec:
                     "quantity(self).isGreaterThan(quantity('0'))",
                     true
                 ),
+                (".spec.notes[*]".to_owned(), "self.size() < 10", true),
                 (
                     ".spec.ports[*]".to_owned(),
                     "self.port == oldSelf.port",
@@ -453,7 +459,7 @@ spec:
         );
         assert_eq!(crd_rules[1].kind, "Thing");
         assert_eq!(crd_rules[1].version, "v1");
-        assert!(crd_rules[5].message_expression.is_some());
+        assert!(crd_rules[6].message_expression.is_some());
     }
 
     #[test]
@@ -495,6 +501,8 @@ spec:
             files: [
                 ("config/samples/kustomization.yaml", "resources: [x]\n"),
                 ("config/samples/thing.yaml", sample),
+                // Not YAML, so not a sample, whatever it holds.
+                ("config/samples/thing.txt", BAD_IN_TEXT),
             ]
             .into_iter()
             .map(|(path, text)| (PathBuf::from(path), text.to_owned()))
@@ -528,6 +536,8 @@ spec:
             .collect()
     }
 
+    const BAD_IN_TEXT: &str = "apiVersion: example.com/v1\nkind: Thing\nmetadata:\n  name: text\nspec:\n  size: 1\n  replicas: 9\n";
+
     const GOOD: &str = "apiVersion: example.com/v1\nkind: Thing\nmetadata:\n  name: good\nspec:\n  size: 2\n  replicas: 4\n  tags: [t-a, t-b]\n";
 
     #[test]
@@ -546,7 +556,7 @@ spec:
 
     #[test]
     fn a_sample_that_breaks_a_rule_is_named_with_the_place_and_the_message() {
-        let bad = GOOD
+        let bad = format!("{GOOD}  notes:\n    short: hi\n    long: far too long\n")
             .replace("replicas: 4", "replicas: 5")
             .replace("t-b", "b")
             .replace("name: good", "name: bad");
@@ -555,6 +565,7 @@ spec:
             broken(&found),
             [
                 ("bad", ".spec", "at most twice the size"),
+                ("bad", ".spec.notes[*]", "a note is short"),
                 ("bad", ".spec.tags[*]", "tag b must start with t-"),
             ]
         );
@@ -565,7 +576,7 @@ spec:
                 Finding::Skipped { .. } => None,
             })
             .collect();
-        assert_eq!(samples, [Path::new("config/samples/thing.yaml"); 2]);
+        assert_eq!(samples, [Path::new("config/samples/thing.yaml"); 3]);
         // Another kind, or another version, is not this CRD's.
         let other = bad.replace("kind: Thing", "kind: Other");
         assert_eq!(broken(&findings(&other)), []);
