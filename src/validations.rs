@@ -2,13 +2,18 @@
 //! every write of an object. `generate` parses each rule, so that a typo fails there and not
 //! at install time, and evaluates the rules against the objects of `config/samples/`.
 //!
-//! The parser and the evaluator are the `cel` crate's, with its string and list extensions.
-//! Kubernetes adds libraries of its own (`quantity`, `url`, `ip`, `cidr`, `format`, `isSorted`,
-//! ...): a rule that calls one is still parsed, but not evaluated, and the reason is printed.
+//! The parser and the evaluator are the `cel` crate's, with its string and list extensions and
+//! the optional syntax (`self.?x.orValue(1)`), as Kubernetes has them. Kubernetes adds
+//! libraries of its own (`quantity`, `url`, `ip`, `cidr`, `format`, `isSorted`, ...): a rule
+//! that calls one is still parsed, but not evaluated, and the reason is printed.
+//!
+//! A sample is evaluated as the API server evaluates an object it is asked to create: the
+//! schema's defaults filled in, a `status` dropped when the version has the status subresource,
+//! and a rule run only on the fields that are set (not null).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::Context as _;
 use serde::Deserialize as _;
@@ -28,7 +33,7 @@ enum Step {
 }
 
 /// One rule of a CRD's schema.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Rule {
     pub kind: String,
     pub version: String,
@@ -36,9 +41,13 @@ pub struct Rule {
     pub rule: String,
     pub message: Option<String>,
     pub message_expression: Option<String>,
+    /// `optionalOldSelf`: the API server also evaluates the transition rule on create.
+    pub optional_old_self: bool,
     /// Whether the API server pairs the old value with the new one here, which a rule that
     /// reads `oldSelf` needs: not under a list unless it is `x-kubernetes-list-type: map`.
     pub correlatable: bool,
+    /// The `format` of the field the rule stands on, if any.
+    format: Option<String>,
 }
 
 impl Rule {
@@ -56,9 +65,14 @@ impl Rule {
             })
             .collect()
     }
+
+    /// Whether the rule stands under the object's `status`.
+    fn under_status(&self) -> bool {
+        self.steps.first() == Some(&Step::Field("status".to_owned()))
+    }
 }
 
-/// Every rule of `crd`, version by version, in the schema's order.
+/// Every rule of `crd`, version by version, properties in the order of their names.
 pub fn rules(crd: &Json) -> Vec<Rule> {
     let kind = crd["spec"]["names"]["kind"].as_str().unwrap_or("?");
     let mut out = Vec::new();
@@ -70,7 +84,9 @@ pub fn rules(crd: &Json) -> Vec<Rule> {
             rule: String::new(),
             message: None,
             message_expression: None,
+            optional_old_self: false,
             correlatable: true,
+            format: None,
         };
         walk(&version["schema"]["openAPIV3Schema"], &template, &mut out);
     }
@@ -90,6 +106,8 @@ fn walk(schema: &Json, at: &Rule, out: &mut Vec<Rule>) {
             rule: text(item, "rule").unwrap_or_default(),
             message: text(item, "message"),
             message_expression: text(item, "messageExpression"),
+            optional_old_self: item["optionalOldSelf"] == true,
+            format: text(schema, "format"),
             ..at.clone()
         });
     }
@@ -123,11 +141,29 @@ fn walk(schema: &Json, at: &Rule, out: &mut Vec<Rule>) {
     }
 }
 
-/// Parses every rule of the CRDs (`path` → YAML): the first that does not parse is an error
-/// that names the kind, the place, the rule and the parser's message. Returns the warnings:
-/// a rule that reads `oldSelf` where the API server cannot pair old and new values.
-pub fn check_crds(crds: &BTreeMap<PathBuf, String>) -> anyhow::Result<Vec<String>> {
-    let mut warnings = Vec::new();
+/// CEL's standard library with the string and list extensions, which Kubernetes also has.
+fn environment() -> Arc<cel::Env> {
+    static ENV: OnceLock<Arc<cel::Env>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = cel::Env::stdlib();
+        env.add_extension(cel::extensions::strings)
+            .expect("the strings extension declares what the standard library lacks");
+        env.add_extension(cel::extensions::lists)
+            .expect("the lists extension declares what the standard library lacks");
+        Arc::new(env)
+    })
+    .clone()
+}
+
+/// `source` compiled in [`environment`].
+fn compile(source: &str) -> Result<cel::Program, cel::ParseErrors> {
+    environment().compile(source)
+}
+
+/// Parses every rule of the CRDs (`path` → YAML). The first that does not parse is an error
+/// that names the kind, the place, the rule and the parser's message; so is a rule that reads
+/// `oldSelf` where the API server cannot pair old and new values, which it refuses.
+pub fn check_crds(crds: &BTreeMap<PathBuf, String>) -> anyhow::Result<()> {
     for (path, yaml) in crds {
         let crd: Json =
             serde_yaml::from_str(yaml.trim_start_matches("---\n")).with_context(|| {
@@ -142,29 +178,31 @@ pub fn check_crds(crds: &BTreeMap<PathBuf, String>) -> anyhow::Result<Vec<String
                 parse(&rule, expression, "messageExpression")?;
             }
             if !rule.correlatable && program.references().has_variable("oldSelf") {
-                warnings.push(format!(
-                    "the rule `{}` of {} {} at `{}` reads oldSelf under a list that is not `x-kubernetes-list-type: map`: the API server cannot pair an old item with a new one there, and refuses the CRD",
+                return Err(UserError::new(format!(
+                    "the rule `{}` of {} {} at `{}` reads oldSelf under a list that is not `x-kubernetes-list-type: map`: the API server cannot pair an old item with a new one there, and refuses the CRD; nothing was written",
                     rule.rule,
                     rule.kind,
                     rule.version,
                     rule.path()
-                ));
+                ))
+                .help("put the rule on the list itself, where oldSelf is the whole list, or make the list a map list: `#[schemars(extend(\"x-kubernetes-list-type\" = \"map\", \"x-kubernetes-list-map-keys\" = [\"name\"]))]`")
+                .into());
             }
         }
     }
-    Ok(warnings)
+    Ok(())
 }
 
 /// `source`, the `what` of `rule`, compiled.
 fn parse(rule: &Rule, source: &str, what: &str) -> anyhow::Result<cel::Program> {
-    cel::Program::compile(source).map_err(|error| {
+    compile(source).map_err(|error| {
         UserError::new(format!(
             "the CEL {what} `{source}` of {} {} at `{}` does not parse; nothing was written:\n{error}",
             rule.kind,
             rule.version,
             rule.path()
         ))
-        .help("fix it where the type declares it (`#[x_kube(validation = ...)]` in api/src/), then run `rsbuilder generate` again")
+        .help("fix it where the type declares it (`#[x_kube(validation = ...)]`, `#[kube(validation = ...)]` or `extend(\"x-kubernetes-validations\" = ...)` in api/src/), then run `rsbuilder generate` again")
         .into()
     })
 }
@@ -177,7 +215,10 @@ pub enum Finding {
         sample: PathBuf,
         name: String,
         rule: String,
+        /// The value's place, `.spec.tags[1]`.
         path: String,
+        /// The value, as JSON, cut to 80 characters.
+        value: String,
         message: String,
     },
     /// The rule was not evaluated, for `reason`.
@@ -189,23 +230,46 @@ pub enum Finding {
     },
 }
 
+/// The rules of one version of a kind, with what the API server does to an object before it
+/// evaluates them.
+struct Version {
+    schema: Json,
+    status_subresource: bool,
+    rules: Vec<Rule>,
+}
+
+/// The versions of the CRDs, by (group, version, kind).
+fn versions(
+    crds: &BTreeMap<PathBuf, String>,
+) -> anyhow::Result<BTreeMap<(String, String, String), Version>> {
+    let mut out = BTreeMap::new();
+    for yaml in crds.values() {
+        let crd: Json = serde_yaml::from_str(yaml.trim_start_matches("---\n"))?;
+        let group = crd["spec"]["group"].as_str().unwrap_or_default();
+        let kind = crd["spec"]["names"]["kind"].as_str().unwrap_or_default();
+        let all = rules(&crd);
+        for version in crd["spec"]["versions"].as_array().into_iter().flatten() {
+            let name = version["name"].as_str().unwrap_or_default();
+            out.insert(
+                (group.to_owned(), name.to_owned(), kind.to_owned()),
+                Version {
+                    schema: version["schema"]["openAPIV3Schema"].clone(),
+                    status_subresource: version["subresources"]["status"].is_object(),
+                    rules: all.iter().filter(|r| r.version == name).cloned().collect(),
+                },
+            );
+        }
+    }
+    Ok(out)
+}
+
 /// Evaluates the rules of the CRDs against every object of `config/samples/` of their kind
-/// and version, `self` bound to the field each rule stands on and `oldSelf` unbound.
+/// and version, as the API server evaluates an object it creates.
 pub fn check_samples(
     tree: &dyn Tree,
     crds: &BTreeMap<PathBuf, String>,
 ) -> anyhow::Result<Vec<Finding>> {
-    let mut by_version: BTreeMap<(String, String, String), Vec<Rule>> = BTreeMap::new();
-    for yaml in crds.values() {
-        let crd: Json = serde_yaml::from_str(yaml.trim_start_matches("---\n"))?;
-        let group = crd["spec"]["group"].as_str().unwrap_or_default().to_owned();
-        for rule in rules(&crd) {
-            by_version
-                .entry((group.clone(), rule.version.clone(), rule.kind.clone()))
-                .or_default()
-                .push(rule);
-        }
-    }
+    let versions = versions(crds)?;
     let dir = Path::new(SAMPLES_DIR);
     let mut findings = Vec::new();
     for sample in tree.files_below(dir, &|_| false)? {
@@ -222,7 +286,7 @@ pub fn check_samples(
         };
         for document in serde_yaml::Deserializer::from_str(&text) {
             // A document that does not parse is kustomize's to report, not this check's.
-            let Ok(object) = Json::deserialize(document) else {
+            let Ok(mut object) = Json::deserialize(document) else {
                 continue;
             };
             let api_version = object["apiVersion"].as_str().unwrap_or_default();
@@ -231,11 +295,17 @@ pub fn check_samples(
                 None => (String::new(), api_version.to_owned()),
             };
             let kind = object["kind"].as_str().unwrap_or_default().to_owned();
-            for rule in by_version
-                .get(&(group, version, kind))
-                .into_iter()
-                .flatten()
+            let Some(version) = versions.get(&(group, version, kind)) else {
+                continue;
+            };
+            // A create drops the status of a kind with the status subresource.
+            if version.status_subresource
+                && let Some(map) = object.as_object_mut()
             {
+                map.remove("status");
+            }
+            apply_defaults(&version.schema, &mut object);
+            for rule in &version.rules {
                 evaluate(&sample, &object, rule, &mut findings);
             }
         }
@@ -243,44 +313,92 @@ pub fn check_samples(
     Ok(findings)
 }
 
+/// Fills in the schema's defaults where `value` leaves a field out (or null), as the API
+/// server does before it validates.
+fn apply_defaults(schema: &Json, value: &mut Json) {
+    match value {
+        Json::Object(map) => {
+            for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+                let unset = map.get(name).is_none_or(Json::is_null);
+                if unset && let Some(default) = property.get("default") {
+                    map.insert(name.clone(), default.clone());
+                }
+                if let Some(field) = map.get_mut(name) {
+                    apply_defaults(property, field);
+                }
+            }
+            if schema["additionalProperties"].is_object() {
+                for field in map.values_mut() {
+                    apply_defaults(&schema["additionalProperties"], field);
+                }
+            }
+        }
+        Json::Array(items) => {
+            for item in items {
+                apply_defaults(&schema["items"], item);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The formats the API server reads as typed values, which the evaluator sees as strings.
+const TYPED_FORMATS: &[&str] = &["byte", "date", "date-time", "duration"];
+
 /// Evaluates `rule` on each value of `object` it stands on.
 fn evaluate(sample: &Path, object: &Json, rule: &Rule, findings: &mut Vec<Finding>) {
+    // The API server drops the status of a create; what is left of it is not evaluated.
+    if rule.under_status() && object.get("status").is_none() {
+        return;
+    }
+    let Ok(program) = compile(&rule.rule) else {
+        return;
+    };
+    let values = values_at(object, &rule.steps, String::new());
+    if values.is_empty() {
+        return;
+    }
     let skipped = |reason: String| Finding::Skipped {
         sample: sample.to_owned(),
         rule: rule.rule.clone(),
         path: rule.path(),
         reason,
     };
-    let Ok(program) = cel::Program::compile(&rule.rule) else {
-        return;
-    };
-    let values = values_at(object, &rule.steps);
-    if values.is_empty() {
+    if program.references().has_variable("oldSelf") {
+        findings.push(skipped(if rule.optional_old_self {
+            "a transition rule with optionalOldSelf: the API server evaluates it on create with an empty oldSelf, which the evaluator cannot bind".to_owned()
+        } else {
+            "a transition rule (it reads oldSelf): the API server evaluates it on updates only".to_owned()
+        }));
         return;
     }
-    if program.references().has_variable("oldSelf") {
-        findings.push(skipped(
-            "a transition rule (it reads oldSelf): a sample has no old object".to_owned(),
-        ));
+    if let Some(format) = rule.format.as_deref().filter(|f| TYPED_FORMATS.contains(f)) {
+        findings.push(skipped(format!(
+            "the field is `format: {format}`, which the API server reads as a typed value and the evaluator as a string"
+        )));
         return;
     }
     let name = object["metadata"]["name"]
         .as_str()
         .unwrap_or("?")
         .to_owned();
-    for value in values {
-        let env = environment();
-        let mut context = cel::Context::with_env(env);
+    for (path, value) in values {
+        let mut context = cel::Context::with_env(environment());
         context.add_variable_from_value("self", to_cel(value));
+        let broken = |message: String| Finding::Broken {
+            sample: sample.to_owned(),
+            name: name.clone(),
+            rule: rule.rule.clone(),
+            path: path.clone(),
+            value: shown(value),
+            message,
+        };
         match program.execute(&context) {
             Ok(cel::Value::Bool(true)) => {}
-            Ok(cel::Value::Bool(false)) => findings.push(Finding::Broken {
-                sample: sample.to_owned(),
-                name: name.clone(),
-                rule: rule.rule.clone(),
-                path: rule.path(),
-                message: message(rule, &context),
-            }),
+            Ok(cel::Value::Bool(false)) => findings.push(broken(message(rule, &context))),
+            Err(cel::ExecutionError::NoSuchKey(key)) => findings.push(broken(format!(
+                "the sample leaves out `{key}`, which the rule reads: the API server refuses it"
+            ))),
             Ok(other) => findings.push(skipped(format!(
                 "it gives {other:?}, where a rule gives a bool"
             ))),
@@ -291,16 +409,27 @@ fn evaluate(sample: &Path, object: &Json, rule: &Rule, findings: &mut Vec<Findin
     }
 }
 
-/// The message the API server would give: `messageExpression`'s value, else `message`, else
-/// the rule.
+/// `value` as JSON, cut to 80 characters.
+fn shown(value: &Json) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(80) {
+        Some((at, _)) => format!("{}...", &text[..at]),
+        None => text,
+    }
+}
+
+/// The message the API server would give: `messageExpression`'s value when it is one line of
+/// text, else `message`, else the rule.
 fn message(rule: &Rule, context: &cel::Context) -> String {
     let expressed = rule
         .message_expression
         .as_deref()
-        .and_then(|source| cel::Program::compile(source).ok())
+        .and_then(|source| compile(source).ok())
         .and_then(|program| program.execute(context).ok());
     match expressed {
-        Some(cel::Value::String(text)) => text.to_string(),
+        Some(cel::Value::String(text)) if !text.trim().is_empty() && !text.contains('\n') => {
+            text.to_string()
+        }
         _ => rule
             .message
             .clone()
@@ -308,28 +437,31 @@ fn message(rule: &Rule, context: &cel::Context) -> String {
     }
 }
 
-/// The standard environment with the string and list extensions, which Kubernetes also has.
-fn environment() -> Arc<cel::Env> {
-    let mut env = cel::Env::stdlib();
-    // Extensions declare functions the standard library lacks; they cannot clash with it.
-    let _ = env.add_extension(cel::extensions::strings);
-    let _ = env.add_extension(cel::extensions::lists);
-    Arc::new(env)
-}
-
-/// The values of `object` at `steps`: a missing field has none (the API server evaluates a
-/// rule only where its field is set).
-fn values_at<'a>(object: &'a Json, steps: &[Step]) -> Vec<&'a Json> {
+/// The values of `object` at `steps`, each with its place (`.spec.tags[1]`) under `at`: a
+/// missing or null field has none (the API server evaluates a rule only where its field is
+/// set).
+fn values_at<'a>(object: &'a Json, steps: &[Step], at: String) -> Vec<(String, &'a Json)> {
+    if object.is_null() {
+        return Vec::new();
+    }
     let Some((first, rest)) = steps.split_first() else {
-        return vec![object];
+        let at = if at.is_empty() { ".".to_owned() } else { at };
+        return vec![(at, object)];
     };
     match (first, object) {
         (Step::Field(name), Json::Object(map)) => map
             .get(name)
-            .map(|value| values_at(value, rest))
+            .map(|value| values_at(value, rest, format!("{at}.{name}")))
             .unwrap_or_default(),
-        (Step::Each, Json::Array(items)) => items.iter().flat_map(|i| values_at(i, rest)).collect(),
-        (Step::Each, Json::Object(map)) => map.values().flat_map(|v| values_at(v, rest)).collect(),
+        (Step::Each, Json::Array(items)) => items
+            .iter()
+            .enumerate()
+            .flat_map(|(i, item)| values_at(item, rest, format!("{at}[{i}]")))
+            .collect(),
+        (Step::Each, Json::Object(map)) => map
+            .iter()
+            .flat_map(|(key, value)| values_at(value, rest, format!("{at}[{key}]")))
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -464,7 +596,10 @@ spec:
 
     #[test]
     fn a_rule_that_does_not_parse_is_named_with_its_kind_place_and_the_parsers_message() {
-        assert_eq!(check_crds(&crds(CRD)).unwrap(), Vec::<String>::new());
+        check_crds(&crds(CRD)).unwrap();
+        // Kubernetes' optional syntax parses.
+        let optional = CRD.replace("has(self.spec)", "self.?spec.?size.orValue(1) > 0");
+        check_crds(&crds(&optional)).unwrap();
         let broken = CRD.replace("self.replicas <= self.size * 2", "self.replicas <=");
         let error = check_crds(&crds(&broken)).unwrap_err();
         let message = error.to_string();
@@ -476,6 +611,7 @@ spec:
         );
         let error = error.downcast::<UserError>().unwrap();
         assert!(error.help_text().is_some_and(|h| h.contains("x_kube")));
+        assert!(error.to_string().contains("Syntax error"), "{error}");
         // A message expression is parsed too.
         let broken = CRD.replace("' must start with t-'\"", "' must start with t-\"");
         let message = check_crds(&crds(&broken)).unwrap_err().to_string();
@@ -486,13 +622,28 @@ spec:
     }
 
     #[test]
-    fn old_self_where_old_and_new_values_cannot_pair_is_warned_of() {
+    fn old_self_where_old_and_new_values_cannot_pair_is_refused() {
         let uncorrelated = CRD.replace("self.startsWith('t-')", "self == oldSelf");
-        let warnings = check_crds(&crds(&uncorrelated)).unwrap();
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let error = check_crds(&crds(&uncorrelated)).unwrap_err();
         assert!(
-            warnings[0].starts_with("the rule `self == oldSelf` of Thing v1 at `.spec.tags[*]` reads oldSelf under a list that is not `x-kubernetes-list-type: map`"),
-            "{warnings:?}"
+            error.to_string().starts_with("the rule `self == oldSelf` of Thing v1 at `.spec.tags[*]` reads oldSelf under a list that is not `x-kubernetes-list-type: map`"),
+            "{error}"
+        );
+        // Under a map list inside an atomic list, old and new items cannot pair either.
+        let nested = "spec:\n  names:\n    kind: Thing\n  versions:\n  - name: v1\n    schema:\n      openAPIV3Schema:\n        properties:\n          groups:\n            type: array\n            items:\n              properties:\n                ports:\n                  type: array\n                  x-kubernetes-list-type: map\n                  items:\n                    x-kubernetes-validations:\n                    - rule: self.port == oldSelf.port\n";
+        let crd: Json = serde_yaml::from_str(nested.trim_start_matches("---\n")).unwrap();
+        let port_rule = rules(&crd)
+            .into_iter()
+            .find(|r| r.rule == "self.port == oldSelf.port")
+            .unwrap();
+        assert_eq!(port_rule.path(), ".groups[*].ports[*]");
+        assert!(!port_rule.correlatable);
+        // A map's values pair by key: a map in a correlatable place is one too.
+        let crd: Json = serde_yaml::from_str(CRD.trim_start_matches("---\n")).unwrap();
+        assert!(
+            rules(&crd)
+                .iter()
+                .all(|r| r.correlatable || r.path() == ".spec.tags[*]")
         );
     }
 
@@ -549,7 +700,7 @@ spec:
             skipped(&found),
             [(
                 "self.size == oldSelf.size",
-                "a transition rule (it reads oldSelf): a sample has no old object"
+                "a transition rule (it reads oldSelf): the API server evaluates it on updates only"
             )]
         );
     }
@@ -565,8 +716,8 @@ spec:
             broken(&found),
             [
                 ("bad", ".spec", "at most twice the size"),
-                ("bad", ".spec.notes[*]", "a note is short"),
-                ("bad", ".spec.tags[*]", "tag b must start with t-"),
+                ("bad", ".spec.notes[long]", "a note is short"),
+                ("bad", ".spec.tags[1]", "tag b must start with t-"),
             ]
         );
         let samples: Vec<&Path> = found
@@ -599,8 +750,91 @@ spec:
                 && lacking[1].1.contains("quantity"),
             "{lacking:?}"
         );
-        // A field the sample leaves out is not evaluated: the API server would not either.
-        let no_tags = GOOD.replace("  tags: [t-a, t-b]\n", "");
-        assert_eq!(findings(&no_tags).len(), 1);
+        // A field the sample leaves out, or sets to null, is not evaluated: the API server
+        // would not either.
+        let bad_tags = GOOD.replace("t-b", "b");
+        assert_eq!(broken(&findings(&bad_tags)).len(), 1);
+        for unset in ["", "  tags: null\n", "  tags:\n"] {
+            let sample = bad_tags.replace("  tags: [t-a, b]\n", unset);
+            assert_eq!(broken(&findings(&sample)), [], "{unset:?}");
+        }
+    }
+
+    /// A tree holding one sample.
+    fn sample_tree(sample: &str) -> Memory {
+        Memory {
+            files: [("config/samples/thing.yaml", sample)]
+                .into_iter()
+                .map(|(path, text)| (PathBuf::from(path), text.to_owned()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_sample_is_evaluated_as_the_api_server_creates_it() {
+        // The schema's default fills in what the sample leaves out: replicas 9 breaks the rule.
+        let defaulted = CRD.replace(
+            "              replicas:\n                type: integer\n",
+            "              replicas:\n                type: integer\n                default: 9\n",
+        );
+        let no_replicas = GOOD.replace("  replicas: 4\n", "");
+        let found = check_samples(&sample_tree(&no_replicas), &crds(&defaulted)).unwrap();
+        assert_eq!(
+            broken(&found),
+            [("good", ".spec", "at most twice the size")]
+        );
+        // Without a default, the field the rule reads is missing: the API server refuses that.
+        let found = check_samples(&sample_tree(&no_replicas), &crds(CRD)).unwrap();
+        assert_eq!(
+            broken(&found),
+            [(
+                "good",
+                ".spec",
+                "the sample leaves out `replicas`, which the rule reads: the API server refuses it"
+            )]
+        );
+        // A create drops the status of a kind with the status subresource: its rules are not run.
+        let with_status = CRD
+            .replace(
+                "              size:\n                type: integer\n",
+                "              size:\n                type: integer\n          status:\n            properties:\n              phase:\n                type: string\n                x-kubernetes-validations:\n                - rule: self == 'Ready'\n",
+            )
+            .replace("    schema:\n", "    subresources:\n      status: {}\n    schema:\n");
+        let sample = format!("{GOOD}status:\n  phase: Pending\n");
+        let found = check_samples(&sample_tree(&sample), &crds(&with_status)).unwrap();
+        assert_eq!(broken(&found), []);
+        let without = with_status.replace("    subresources:\n      status: {}\n", "");
+        let found = check_samples(&sample_tree(&sample), &crds(&without)).unwrap();
+        assert_eq!(
+            broken(&found),
+            [("good", ".status.phase", "failed rule: self == 'Ready'")]
+        );
+    }
+
+    #[test]
+    fn typed_formats_are_skipped_and_an_empty_message_expression_falls_back() {
+        let dated = CRD.replace(
+            "                items:\n                  type: string\n                  x-kubernetes-validations:",
+            "                items:\n                  type: string\n                  format: date\n                  x-kubernetes-validations:",
+        );
+        let bad_tag = GOOD.replace("t-b", "b");
+        let found = check_samples(&sample_tree(&bad_tag), &crds(&dated)).unwrap();
+        assert_eq!(broken(&found), []);
+        assert!(
+            skipped(&found)
+                .iter()
+                .any(|(_, reason)| reason.contains("`format: date`")),
+            "{found:?}"
+        );
+        let empty = CRD.replace("\"'tag ' + self + ' must start with t-'\"", "\"' '\"");
+        let found = check_samples(&sample_tree(&bad_tag), &crds(&empty)).unwrap();
+        assert_eq!(
+            broken(&found),
+            [(
+                "good",
+                ".spec.tags[1]",
+                "failed rule: self.startsWith('t-')"
+            )]
+        );
     }
 }

@@ -90,9 +90,9 @@ pub struct Manifests {
     pub samples: Vec<Finding>,
 }
 
-/// Prints what the rules make of the samples; returns how many samples break one.
+/// Prints what the rules make of the samples; returns how many samples (objects) break one.
 fn report_samples(findings: &[Finding]) -> usize {
-    let mut broken = 0;
+    let mut broken = std::collections::BTreeSet::new();
     for finding in findings {
         match finding {
             Finding::Broken {
@@ -100,12 +100,13 @@ fn report_samples(findings: &[Finding]) -> usize {
                 name,
                 rule,
                 path,
+                value,
                 message,
             } => {
-                broken += 1;
+                broken.insert((sample, name));
                 ui::warn(
                     &format!(
-                        "`{}`: {name} breaks the rule `{rule}` at `{path}`: {message}",
+                        "`{}`: {name} breaks the rule `{rule}` at `{path}` ({value}): {message}",
                         sample.display()
                     ),
                     Some("the API server would refuse this sample: fix the sample, or the rule"),
@@ -122,7 +123,7 @@ fn report_samples(findings: &[Finding]) -> usize {
             )),
         }
     }
-    broken
+    broken.len()
 }
 
 /// The manifests of the project at `root`, written nowhere.
@@ -149,12 +150,7 @@ pub fn manifests(root: &Path) -> anyhow::Result<Manifests> {
     let crds = crds(root)?;
     let crd_time = crd_started.elapsed();
     check_sizes(&crds)?;
-    for warning in validations::check_crds(&crds)? {
-        ui::warn(
-            &warning,
-            Some("read `self` alone there, or make the list `x-kubernetes-list-type: map`"),
-        );
-    }
+    validations::check_crds(&crds)?;
     let samples = validations::check_samples(&OnDisk(root), &crds)?;
 
     let mut files: Vec<PlannedFile> = crds
@@ -365,6 +361,12 @@ fn check_files(
         ))
         .help("fix the samples named above, or the rules")
         .into());
+    }
+    if broken > 0 {
+        ui::note(&format!(
+            "and {broken} sample{} a CEL rule of its CRD (named above)",
+            if broken == 1 { " breaks" } else { "s break" }
+        ));
     }
     if stale > 0 {
         return Err(UserError::new(format!(

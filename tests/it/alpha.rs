@@ -59,6 +59,13 @@ fn every_golden_project_is_scaffolded_again_byte_for_byte_from_its_project_file(
         let again = snapshot(&out);
         // What the user wrote by hand is not in PROJECT; all else is scaffolded again.
         let edited = crate::golden::edited_files(&name);
+        for path in &edited {
+            assert!(
+                golden.contains_key(path) && again.contains_key(path),
+                "{name}: {} is not in both trees",
+                path.display()
+            );
+        }
         let differ: std::collections::BTreeSet<_> = golden
             .keys()
             .chain(again.keys())

@@ -145,7 +145,7 @@ fn manifests_follow_the_types_and_the_markers() {
     );
     let err = stderr(&check(&ws).code(1));
     assert!(
-        err.contains("warning: `config/samples/appotp_v1_app_otp.yaml`: appotp-sample breaks the rule `self.replicas <= self.size * 2` at `.spec`: at most twice the size\n"),
+        err.contains("warning: `config/samples/appotp_v1_app_otp.yaml`: appotp-sample breaks the rule `self.replicas <= self.size * 2` at `.spec` ({\"replicas\":3,\"size\":1}): at most twice the size\n"),
         "{err}"
     );
     assert!(
