@@ -31,6 +31,7 @@ Where it differs from a real API server:
 from __future__ import annotations
 
 import asyncio
+import bisect
 import copy
 import datetime
 import gzip
@@ -136,6 +137,8 @@ class KubeEmulator(kmock.KubernetesEmulator):
         self.kinds: dict[tuple[str, str, str], tuple[str, bool, set[str]]] = {}
         self.revision = 0
         self.history: list[tuple[int, tuple[str, str, str], str, dict[str, Any]]] = []
+        # The revision of each event of `history`, for a watch to find where it is.
+        self.revisions: list[int] = []
         self.changed = asyncio.Condition()
         # Every write, as (monotonic time, bearer token, method, resource plural, name,
         # subresource), when it arrived: a test tells which replica wrote what by the token of
@@ -240,7 +243,9 @@ class KubeEmulator(kmock.KubernetesEmulator):
         while True:
             async with self.changed:
                 await self.changed.wait_for(lambda: bool(self.history) and self.history[-1][0] > since)
-                events = [event for event in self.history if event[0] > since]
+                # The history is in revision order: a watch reads only what is new to it, so that
+                # thousands of objects do not cost each watch a pass over all of them per write.
+                events = self.history[bisect.bisect_right(self.revisions, since):]
             for rev, key, kind, obj in events:
                 since = rev
                 namespace = obj["metadata"].get("namespace")
@@ -257,6 +262,7 @@ class KubeEmulator(kmock.KubernetesEmulator):
     async def record(self, key, kind: str, obj: dict[str, Any]) -> None:
         async with self.changed:
             self.history.append((int(obj["metadata"]["resourceVersion"]), key, kind, copy.deepcopy(obj)))
+            self.revisions.append(self.history[-1][0])
             self.changed.notify_all()
 
     def bump(self, obj: dict[str, Any]) -> None:
