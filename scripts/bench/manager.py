@@ -122,6 +122,7 @@ async def run_once(emulator_cls, kmock, aiohttp, crds: list[dict], program: list
                 sync["idle_cpu"] = cpu_seconds(process.pid) - cpu
                 sync["idle_requests"] = emulator.requests["bench"] - requests
                 sync["idle_rss_kib"] = status_kib(process.pid, "VmRSS")
+                sync["idle_anon_kib"] = status_kib(process.pid, "RssAnon")
                 latencies = []
                 for i in range(creates):
                     name = f"late-{i}"
@@ -152,6 +153,7 @@ async def run_once(emulator_cls, kmock, aiohttp, crds: list[dict], program: list
 # With no objects, what a program costs at rest.
 IDLE_ROWS = [
     ("RSS idle (MiB)", "idle_rss_kib", "{:.1f}"),
+    ("of which anonymous memory, not the binary's pages (MiB)", "idle_anon_kib", "{:.1f}"),
     ("CPU over the idle period (s)", "idle_cpu", "{:.3f}"),
     ("requests over the idle period", "idle_requests", "{:.0f}"),
 ]
