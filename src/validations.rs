@@ -65,11 +65,6 @@ impl Rule {
             })
             .collect()
     }
-
-    /// Whether the rule stands under the object's `status`.
-    fn under_status(&self) -> bool {
-        self.steps.first() == Some(&Step::Field("status".to_owned()))
-    }
 }
 
 /// Every rule of `crd`, version by version, properties in the order of their names.
@@ -347,10 +342,6 @@ const TYPED_FORMATS: &[&str] = &["byte", "date", "date-time", "duration"];
 
 /// Evaluates `rule` on each value of `object` it stands on.
 fn evaluate(sample: &Path, object: &Json, rule: &Rule, findings: &mut Vec<Finding>) {
-    // The API server drops the status of a create; what is left of it is not evaluated.
-    if rule.under_status() && object.get("status").is_none() {
-        return;
-    }
     let Ok(program) = compile(&rule.rule) else {
         return;
     };
@@ -835,6 +826,46 @@ spec:
                 ".spec.tags[1]",
                 "failed rule: self.startsWith('t-')"
             )]
+        );
+    }
+
+    #[test]
+    fn defaults_reach_list_items_and_the_value_is_shown() {
+        // A default of a list item's field is filled in before the item's rule runs.
+        let items = CRD.replace(
+            "                items:\n                  type: object\n                  x-kubernetes-validations:\n                  - rule: self.port == oldSelf.port\n",
+            "                items:\n                  type: object\n                  properties:\n                    port:\n                      type: integer\n                      default: 0\n                  x-kubernetes-validations:\n                  - rule: self.port > 0\n                    message: a port is positive\n",
+        );
+        let sample = format!("{GOOD}  ports:\n  - name: a\n");
+        let found = check_samples(&sample_tree(&sample), &crds(&items)).unwrap();
+        assert_eq!(
+            broken(&found),
+            [("good", ".spec.ports[0]", "a port is positive")]
+        );
+        let Some(Finding::Broken { value, .. }) =
+            found.iter().find(|f| matches!(f, Finding::Broken { .. }))
+        else {
+            panic!("{found:?}");
+        };
+        assert_eq!(value, r#"{"name":"a","port":0}"#);
+        // A long value is cut.
+        let long = Json::String("x".repeat(100));
+        assert_eq!(shown(&long), format!("\"{}...", "x".repeat(79)));
+    }
+
+    #[test]
+    fn a_transition_rule_with_optional_old_self_says_why_it_is_skipped() {
+        let optional = CRD.replace(
+            "            - rule: self.size == oldSelf.size\n              message: size is immutable\n",
+            "            - rule: self.size == oldSelf.size\n              message: size is immutable\n              optionalOldSelf: true\n",
+        );
+        let found = check_samples(&sample_tree(GOOD), &crds(&optional)).unwrap();
+        assert!(
+            skipped(&found)
+                .iter()
+                .any(|(rule, reason)| *rule == "self.size == oldSelf.size"
+                    && reason.starts_with("a transition rule with optionalOldSelf")),
+            "{found:?}"
         );
     }
 }
