@@ -29,6 +29,8 @@ NAMESPACE = "bench"
 GROUP, VERSION, PLURAL, KIND = "appotp.learn.com", "v1", "appotps", "AppOTP"
 FINALIZER = "appotp.learn.com/finalizer"
 TICKS = os.sysconf("SC_CLK_TCK")
+# Seconds a program may take to reconcile the objects present at start, and one more a hundred.
+SYNC_LIMIT = 120
 
 
 def cpu_seconds(pid: int) -> float:
@@ -100,7 +102,12 @@ async def run_once(emulator_cls, kmock, aiohttp, crds: list[dict], program: list
             process = await asyncio.create_subprocess_exec(*program, env=env, stdout=asyncio.subprocess.DEVNULL)
             try:
                 fds = 0
+                # A program that never reconciles them all fails the run rather than hang it.
+                deadline = wall_started + SYNC_LIMIT + objects / 100
                 while True:
+                    if time.monotonic() > deadline:
+                        raise SystemExit(f"{program[0]} did not reconcile {objects} objects within "
+                                         f"{deadline - wall_started:.0f} s")
                     fds = max(fds, open_fds(process.pid))
                     done = sum(1 for (g, v, p, _, _), o in emulator.store.items()
                                if (g, v, p) == (GROUP, VERSION, PLURAL) and reconciled(o))

@@ -158,17 +158,14 @@ fn old_self_where_old_and_new_values_cannot_pair_is_refused() {
 }
 
 fn findings(sample: &str) -> Vec<Finding> {
-    let tree = Memory {
-        files: [
-            ("config/samples/kustomization.yaml", "resources: [x]\n"),
-            ("config/samples/thing.yaml", sample),
-            // Not YAML, so not a sample, whatever it holds.
-            ("config/samples/thing.txt", BAD_IN_TEXT),
-        ]
-        .into_iter()
-        .map(|(path, text)| (PathBuf::from(path), text.to_owned()))
-        .collect(),
-    };
+    let mut tree = sample_tree(sample);
+    for (path, text) in [
+        ("config/samples/kustomization.yaml", "resources: [x]\n"),
+        // Not YAML, so not a sample, whatever it holds.
+        ("config/samples/thing.txt", BAD_IN_TEXT),
+    ] {
+        tree.files.insert(PathBuf::from(path), text.to_owned());
+    }
     check_samples(&tree, &crds(CRD)).unwrap()
 }
 
