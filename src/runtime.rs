@@ -1,5 +1,5 @@
-//! The runtime crate that generated projects use: `runtime/` of this repository, embedded and
-//! written into every project as `runtime/`, with a `CHECKSUMS` file (in `sha256sum` format)
+//! The runtime crate that generated projects use: `runtime/` of this repository, embedded
+//! without its tests and written into every project as `runtime/`, with a `CHECKSUMS` file (in `sha256sum` format)
 //! that lets `rsbuilder upgrade` tell an untouched runtime from one the user changed.
 //!
 //! PROJECT records the runtime's version and the SHA-256 of its `CHECKSUMS` file.
@@ -11,35 +11,25 @@ use std::path::{Path, PathBuf};
 use include_dir::{Dir, include_dir};
 use sha2::{Digest, Sha256};
 
-/// The runtime crate's sources: its `Cargo.toml` and `src/`.
-static RUNTIME: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/runtime");
+/// The runtime crate as projects vendor it: its `Cargo.toml`, the library's `src/` and
+/// `CHECKSUMS`, as `build.rs` wrote them (without the runtime's tests).
+static RUNTIME: Dir<'static> = include_dir!("$OUT_DIR/runtime");
 
 /// Where the runtime lives in a generated project.
 pub const DIR: &str = "runtime";
 /// The checksum file inside [`DIR`].
 pub const CHECKSUMS: &str = "CHECKSUMS";
 
-/// The runtime's `CHECKSUMS`, as `build.rs` wrote it from the same files: hashing them here
-/// was a quarter of what `init` computes.
-const BUILT_CHECKSUMS: &str = include_str!(concat!(env!("OUT_DIR"), "/runtime-checksums"));
-
 /// The runtime as this rsbuilder writes it: every file by its path in the project.
 pub fn files() -> BTreeMap<PathBuf, String> {
     let mut files = BTreeMap::new();
     collect(&RUNTIME, &mut files);
-    files.insert(Path::new(DIR).join(CHECKSUMS), BUILT_CHECKSUMS.to_owned());
     files
 }
 
 fn collect(dir: &Dir<'static>, out: &mut BTreeMap<PathBuf, String>) {
     for file in dir.files() {
         let path = file.path();
-        // Only what the crate is made of: a stray editor or build file stays behind.
-        let wanted = path == Path::new("Cargo.toml")
-            || (path.starts_with("src") && path.extension().is_some_and(|e| e == "rs"));
-        if !wanted {
-            continue;
-        }
         let text = file
             .contents_utf8()
             .unwrap_or_else(|| panic!("runtime file `{}` is not UTF-8", path.display()));
@@ -143,6 +133,38 @@ mod tests {
         let mut sources = files.clone();
         sources.remove(&Path::new(DIR).join(CHECKSUMS));
         assert_eq!(*checksums, super::checksums(&sources));
+    }
+
+    #[test]
+    fn a_project_gets_the_library_without_its_tests() {
+        let files = files();
+        for (path, text) in &files {
+            for test in [
+                "#[test]",
+                "#[tokio::test",
+                "mod tests",
+                "mod testing",
+                "cfg(test)",
+            ] {
+                assert!(!text.contains(test), "`{test}` in {}", path.display());
+            }
+        }
+        let manifest = &files[Path::new("runtime/Cargo.toml")];
+        assert!(!manifest.contains("[dev-dependencies]"), "{manifest}");
+        assert!(manifest.contains("\n[dependencies]\n"), "{manifest}");
+        assert!(manifest.contains("\n\n[lints.rust]\n"), "{manifest}");
+        // The runtime in this repository has them: the embedding is what leaves them out.
+        let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime");
+        let lib = std::fs::read_to_string(here.join("src/leader.rs")).unwrap();
+        assert!(lib.contains("#[cfg(test)]\npub(crate) mod tests;\n"));
+        assert!(here.join("src/leader/tests.rs").exists());
+        assert!(!files.contains_key(Path::new("runtime/src/leader/tests.rs")));
+        assert!(!files.contains_key(Path::new("runtime/src/testing.rs")));
+        let text = &files[Path::new("runtime/src/leader.rs")];
+        assert_eq!(
+            text.as_str(),
+            lib.replace("\n#[cfg(test)]\npub(crate) mod tests;\n", "")
+        );
     }
 
     #[test]
