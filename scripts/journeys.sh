@@ -480,6 +480,20 @@ if git -C "$root" cat-file -e "$old_commit^{commit}" 2>/dev/null; then
   "$rsbuilder" upgrade 2>/dev/null
   cargo clippy --quiet --all-targets -- -D warnings
   cargo test --quiet
+  # The same project then takes the runtime from crates.io: `edit` drops runtime/ and writes
+  # the pin, over a Cargo.toml an older scaffold wrote. Until the crate is published, cargo is
+  # pointed at this repository's runtime/, as for the golden projects.
+  step "the upgraded project in the registry form: edit --runtime=registry, clippy and its tests"
+  "$rsbuilder" edit --runtime=registry 2>/dev/null
+  if [[ -e runtime ]] || ! grep -q '^rsbuilder-runtime = "=' Cargo.toml; then
+    echo "journey: edit --runtime=registry left runtime/ or wrote no pin"
+    exit 1
+  fi
+  mkdir -p .cargo
+  printf '[patch.crates-io]\nrsbuilder-runtime = { path = "%s/runtime" }\n' "$root" >.cargo/config.toml
+  cargo clippy --quiet --all-targets -- -D warnings
+  cargo test --quiet
+  "$rsbuilder" generate --check 2>/dev/null
   passed=7 skipped=0
 else
   echo "note: commit $old_commit is not in this clone: the upgrade journey is skipped"

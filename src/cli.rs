@@ -142,6 +142,11 @@ pub struct InitArgs {
     #[arg(long, value_delimiter = ',')]
     pub plugins: Vec<String>,
 
+    /// Where the project takes the runtime crate from: `vendored` (a copy in runtime/),
+    /// `registry` (crates.io, at this rsbuilder's version), `path:DIR` or `git:URL[#REV]`
+    #[arg(long, value_name = "FORM", default_value = "vendored")]
+    pub runtime: String,
+
     /// List what would be created or changed, and write nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -166,6 +171,11 @@ pub struct EditArgs {
     /// Copyright owner, in `authors =` of the workspace Cargo.toml [default: as it is]
     #[arg(long)]
     pub owner: Option<String>,
+
+    /// Switch where the project takes the runtime crate from: `vendored`, `registry`,
+    /// `path:DIR` or `git:URL[#REV]` [default: as it is]
+    #[arg(long, value_name = "FORM")]
+    pub runtime: Option<String>,
 
     /// Plugins, as kubebuilder names them: `go/v4` and `kustomize/v2` are what rsbuilder does;
     /// `autoupdate/v1-alpha`, `grafana/v1-alpha` and `helm/v2-alpha` add to the project

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::project::Project;
 use crate::scaffold::Derived;
 use crate::tree::Tree;
 use crate::ui::UserError;
@@ -143,20 +144,44 @@ fn parse(body: &str) -> Result<Marker, String> {
 }
 
 /// Every `.rs` file under `operator/src` and `runtime/src` of `tree`, by relative path. A
-/// missing folder has none.
-pub fn read_sources(tree: &dyn Tree) -> anyhow::Result<BTreeMap<PathBuf, String>> {
-    crate::tree::read_all(tree, SOURCES, "rs")
+/// missing folder has none. A project that takes the runtime crate from crates.io, a path or
+/// git has the runtime's markers all the same: those of the runtime this rsbuilder writes, at
+/// the version PROJECT records.
+pub fn read_sources(
+    tree: &dyn Tree,
+    project: &Project,
+) -> anyhow::Result<BTreeMap<PathBuf, String>> {
+    let mut sources = crate::tree::read_all(tree, SOURCES, "rs")?;
+    sources.extend(runtime_sources(project));
+    Ok(sources)
+}
+
+/// The runtime's sources, by their path in a vendored project, when `project` depends on the
+/// crate instead.
+pub fn runtime_sources(project: &Project) -> BTreeMap<PathBuf, String> {
+    let external = project
+        .runtime
+        .as_ref()
+        .is_some_and(|r| !r.form.is_vendored());
+    if !external {
+        return BTreeMap::new();
+    }
+    crate::runtime::files()
+        .into_iter()
+        .filter(|(path, _)| path.starts_with("runtime/src"))
+        .collect()
 }
 
 /// `config/rbac/role.yaml`, derived from the markers of the sources as the plan leaves them.
-pub fn derived_role(namespaced_project: bool) -> Derived {
+pub fn derived_role(project: &Project) -> Derived {
+    let project = project.clone();
     Derived::new(ROLE_FILE, move |tree| {
-        let sources = read_sources(tree)?;
+        let sources = read_sources(tree, &project)?;
         Ok(role_from_sources(
             sources
                 .iter()
                 .map(|(path, text)| (path.as_path(), text.as_str())),
-            namespaced_project,
+            project.namespaced,
         )?)
     })
 }

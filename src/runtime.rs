@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 use include_dir::{Dir, include_dir};
 use sha2::{Digest, Sha256};
 
+pub mod form;
+
+pub use form::Form;
+
 /// The runtime crate as projects vendor it: its `Cargo.toml`, the library's `src/` and
 /// `CHECKSUMS`, as `build.rs` wrote them (without the runtime's tests).
 static RUNTIME: Dir<'static> = include_dir!("$OUT_DIR/runtime");
@@ -79,15 +83,6 @@ pub fn checksums(files: &BTreeMap<PathBuf, String>) -> String {
         );
     }
     out
-}
-
-/// What PROJECT records of this rsbuilder's runtime.
-pub fn project_record() -> crate::project::RuntimeRecord {
-    let files = files();
-    crate::project::RuntimeRecord {
-        version: version(),
-        checksum: record(&files[&Path::new(DIR).join(CHECKSUMS)]),
-    }
 }
 
 /// What PROJECT records: `sha256:` and the hash of the `CHECKSUMS` text.

@@ -144,6 +144,7 @@ pub(super) fn write_phases(
     let (error, path) = match written() {
         Ok(second) => {
             finish(root)?;
+            remove_emptied_folders(root, changes.iter().chain(&second));
             return Ok(second);
         }
         Err(failed) => failed,
@@ -164,6 +165,27 @@ pub(super) fn write_phases(
         if what.is_empty() { String::new() } else { format!("{what}, and ") },
         failures.join("; ")
     )))
+}
+
+/// Removes the folders that the removals among `changes` left empty, deepest first, up to the
+/// project's root: a folder the command emptied (`runtime/` when `edit --runtime` drops the
+/// copy) goes with its files. Once everything is written, nothing needs undoing; a folder that
+/// cannot be removed (it holds something else) stays.
+fn remove_emptied_folders<'a>(root: &Path, changes: impl Iterator<Item = &'a Change>) {
+    let mut folders = std::collections::BTreeSet::new();
+    for change in changes.filter(|change| change.action == Action::Remove) {
+        let mut dir = change.path.parent();
+        while let Some(parent) = dir.filter(|d| !d.as_os_str().is_empty()) {
+            folders.insert(parent.to_path_buf());
+            dir = parent.parent();
+        }
+    }
+    // Deepest first: a folder's subfolders go before it.
+    let mut folders: Vec<PathBuf> = folders.into_iter().collect();
+    folders.sort_by_key(|folder| std::cmp::Reverse(folder.components().count()));
+    for folder in folders {
+        let _ = fs::remove_dir(root.join(folder));
+    }
 }
 
 /// Writes each change in turn, journaled; the first failure, with the path it was writing.

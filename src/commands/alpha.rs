@@ -180,6 +180,9 @@ fn finish_init(project: &Project, mut args: Vec<String>) -> Vec<String> {
     if project.multigroup {
         args.push("--multigroup".into());
     }
+    if let Some(runtime) = project.runtime.as_ref().filter(|r| !r.form.is_vendored()) {
+        args.push(format!("--runtime={}", runtime.form));
+    }
     args
 }
 

@@ -1,5 +1,6 @@
 //! `rsbuilder edit`: changes what `init` decided for an existing project: its scope
-//! (`--namespaced`), its license and its owner.
+//! (`--namespaced`), its license, its owner and where it takes the runtime crate from
+//! (`--runtime`).
 //!
 //! The files `init` wrote for the old settings and those it writes for the new ones differ in a
 //! few lines; `edit` carries exactly that difference over to the project's files, which the user
@@ -16,9 +17,11 @@ use crate::apply::{self, Options};
 use crate::cli::EditArgs;
 use crate::commands::init::{self, Settings};
 use crate::diff::{self, Placement};
+use crate::lockfile;
 use crate::names;
 use crate::project::{self, Project};
 use crate::rbac;
+use crate::runtime;
 use crate::scaffold::{Plan, PlannedFile, Policy};
 use crate::tree::{OnDisk, Tree as _};
 use crate::ui::{self, UserError};
@@ -26,8 +29,8 @@ use crate::ui::{self, UserError};
 /// Files whose change is left out, with a note, when their lines were rewritten.
 const OPTIONAL: &[&str] = &["README.md"];
 
-/// Runs `edit` in the project around the current directory.
-pub fn run(args: EditArgs) -> anyhow::Result<()> {
+/// Refuses flags that are wrong whatever the project: before it is opened.
+fn check_args(args: &EditArgs) -> anyhow::Result<Option<runtime::Form>> {
     crate::plugins::check("edit", &args.plugins, false)?;
     crate::plugins::refuse_idle_options(
         &args.plugins,
@@ -49,9 +52,20 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
     if let Some(owner) = &args.owner {
         names::validate_text("owner", owner, "\"The otp-operator Authors\"")?;
     }
+    Ok(args
+        .runtime
+        .as_deref()
+        .map(runtime::Form::parse)
+        .transpose()?)
+}
+
+/// Runs `edit` in the project around the current directory.
+pub fn run(args: EditArgs) -> anyhow::Result<()> {
+    let asked_runtime = check_args(&args)?;
     let open = super::open()?;
     let root = open.root.as_path();
     let mut project = project::load(root)?;
+    let runtime = runtime_forms(root, &project, asked_runtime)?;
     let manifest = OnDisk(root)
         .read(Path::new("Cargo.toml"))
         .context("failed to read the workspace Cargo.toml")?
@@ -63,11 +77,13 @@ pub fn run(args: EditArgs) -> anyhow::Result<()> {
             args.license.is_some(),
         )?,
         namespaced: project.namespaced,
+        runtime: runtime.0,
     };
     let new = Settings {
         owner: args.owner.clone().or_else(|| old.owner.clone()),
         license: args.license.map_or(old.license, init::spdx),
         namespaced: args.namespaced.unwrap_or(old.namespaced),
+        runtime: runtime.1,
     };
     if new.namespaced && !old.namespaced {
         refuse_cluster_scoped(&project)?;
@@ -149,9 +165,18 @@ fn plan(
     let before = init::template_files(project, old)?;
     let after = init::template_files(project, new)?;
     let mut refused = Vec::new();
+    // Only the runtime's form changes: a file an older scaffold wrote still takes the change,
+    // placed without the template's context, and one the project lacks needs none.
+    let only_runtime = Settings {
+        runtime: new.runtime.clone(),
+        ..old.clone()
+    } == *new;
     for (was, will) in before.iter().zip(&after) {
         debug_assert_eq!(was.path, will.path);
         if was.contents == will.contents {
+            continue;
+        }
+        if only_runtime && apply::read_existing(root, &will.path)?.is_none() {
             continue;
         }
         match carry(root, was, will, force)? {
@@ -161,7 +186,20 @@ fn plan(
                 policy: Policy::Regenerated,
             }),
             Carried::Skip => {}
-            Carried::Refused(diff) => refused.push((will.path.display().to_string(), diff)),
+            Carried::Refused(diff) => {
+                match only_runtime
+                    .then(|| runtime_fallback(root, &will.path, &new.runtime, &diff))
+                    .transpose()?
+                {
+                    Some(Some(contents)) => plan.files.push(PlannedFile {
+                        path: will.path.clone(),
+                        contents,
+                        policy: Policy::Regenerated,
+                    }),
+                    Some(None) => {}
+                    None => refused.push((will.path.display().to_string(), diff)),
+                }
+            }
         }
     }
     if let Some((first, change)) = refused.first() {
@@ -180,10 +218,177 @@ fn plan(
     if old.namespaced != new.namespaced {
         project.namespaced = new.namespaced;
         plan.files.extend(helper_roles(root, project)?);
-        plan.derived.push(rbac::derived_role(project.namespaced));
+        plan.derived.push(rbac::derived_role(project));
+    }
+    if old.runtime != new.runtime {
+        switch_runtime(root, project, &new.runtime, force, &mut plan)?;
     }
     plan.files.push(project.planned());
     Ok(plan)
+}
+
+/// What becomes of `path`, which an older scaffold wrote, when the runtime's form changes to
+/// `form` and the change cannot be carried over: the workspace manifest gets the new
+/// `rsbuilder-runtime` entry, its layout and comments kept; any other file is left as it is,
+/// with a note that shows the change it needs.
+fn runtime_fallback(
+    root: &Path,
+    path: &Path,
+    form: &runtime::Form,
+    diff: &str,
+) -> anyhow::Result<Option<String>> {
+    if path != Path::new("Cargo.toml") {
+        ui::note(&format!(
+            "note: {} was changed since rsbuilder wrote it; make this change by hand:\n{diff}",
+            path.display()
+        ));
+        return Ok(None);
+    }
+    let manifest = apply::read_existing(root, path)?.unwrap_or_default();
+    let mut document: toml_edit::DocumentMut = manifest
+        .parse()
+        .context("the workspace Cargo.toml is not TOML")?;
+    let dependency: toml_edit::Value = form
+        .dependency(&runtime::version())
+        .parse()
+        .context("a dependency rsbuilder writes is TOML")?;
+    let entry = document
+        .get_mut("workspace")
+        .and_then(|w| w.get_mut("dependencies"))
+        .and_then(|d| d.get_mut("rsbuilder-runtime"));
+    let Some(toml_edit::Item::Value(value)) = entry else {
+        return Err(UserError::new(
+            "the workspace Cargo.toml has no `rsbuilder-runtime` in [workspace.dependencies]",
+        )
+        .help(format!(
+            "add `rsbuilder-runtime = {}` there, then run the command again",
+            form.dependency(&runtime::version())
+        ))
+        .into());
+    };
+    let decor = value.decor().clone();
+    *value = dependency;
+    *value.decor_mut() = decor;
+    Ok(Some(document.to_string()))
+}
+
+/// The runtime's form as PROJECT records it, and as `--runtime` asks for it. A form other
+/// than the recorded one needs the project's runtime at this rsbuilder's version: `edit`
+/// writes that version, and moving to it is `upgrade`'s work.
+fn runtime_forms(
+    root: &Path,
+    project: &Project,
+    asked: Option<runtime::Form>,
+) -> anyhow::Result<(runtime::Form, runtime::Form)> {
+    let Some(recorded) = &project.runtime else {
+        if asked.is_some() {
+            return Err(UserError::new(
+                "PROJECT records no runtime crate: this project was scaffolded before rsbuilder kept its runtime in `runtime/`",
+            )
+            .help("scaffold a new project with `rsbuilder init --runtime=<form>`, then move your types and controllers into it")
+            .into());
+        }
+        return Ok(Default::default());
+    };
+    let Some(asked) = asked.filter(|asked| *asked != recorded.form) else {
+        return Ok((recorded.form.clone(), recorded.form.clone()));
+    };
+    let installed = runtime::version();
+    if recorded.version != installed {
+        return Err(UserError::new(format!(
+            "the project's runtime is rsbuilder-runtime {}, and this rsbuilder writes {installed}: `--runtime={asked}` would change its version too",
+            recorded.version
+        ))
+        .help("run `rsbuilder upgrade` first, then `rsbuilder edit --runtime` again")
+        .into());
+    }
+    asked.check(root, &installed)?;
+    Ok((recorded.form.clone(), asked))
+}
+
+/// Takes the runtime from `form`: writes the crate into `runtime/` or removes it (refused,
+/// unless `force`, when its files were changed), and records the form in PROJECT.
+fn switch_runtime(
+    root: &Path,
+    project: &mut Project,
+    form: &runtime::Form,
+    force: bool,
+    plan: &mut Plan,
+) -> anyhow::Result<()> {
+    let on_disk = super::upgrade::read_runtime(root)?;
+    if let Some(recorded) = project.runtime.as_ref().filter(|r| r.form.is_vendored()) {
+        let changed = super::upgrade::changed_files(recorded, &on_disk);
+        if !changed.is_empty() {
+            let list: Vec<String> = changed.iter().map(|p| format!("`{p}`")).collect();
+            let message = format!(
+                "the runtime was changed since rsbuilder wrote it: {} {} not match PROJECT's checksum, and `--runtime={form}` removes runtime/",
+                list.join(", "),
+                if list.len() == 1 { "does" } else { "do" }
+            );
+            if !force {
+                return Err(UserError::new(message)
+                    .help("move your changes out of runtime/ (into operator/), or pass --force to remove them")
+                    .into());
+            }
+            ui::warn(&format!("{message}; --force removes them"), None);
+        }
+    }
+    let files = if form.is_vendored() {
+        runtime::files()
+    } else {
+        Default::default()
+    };
+    plan.removals.extend(
+        on_disk
+            .keys()
+            .filter(|path| !files.contains_key(*path))
+            .cloned(),
+    );
+    plan.files
+        .extend(files.into_iter().map(|(path, contents)| PlannedFile {
+            path,
+            contents,
+            policy: Policy::Regenerated,
+        }));
+    project.runtime = Some(crate::project::RuntimeRecord::current(form.clone()));
+    // Cargo.lock as `init` writes it for the form: cargo would mend it on the next build, but
+    // a lock that `--locked` refuses should not be what `edit` leaves.
+    if let Some(lock) = apply::read_existing(root, Path::new("Cargo.lock"))? {
+        let manifest = runtime::files()
+            .remove(&Path::new(runtime::DIR).join("Cargo.toml"))
+            .context("the runtime has a Cargo.toml")?;
+        let member =
+            lockfile::Member::from_manifest("rsbuilder-runtime", &runtime::version(), &manifest);
+        let contents = lockfile::with_runtime(
+            &lock,
+            &[project.project_name.as_str()],
+            form.is_vendored().then_some(&member),
+        )?;
+        if contents != lock {
+            plan.files.push(PlannedFile {
+                path: "Cargo.lock".into(),
+                contents,
+                policy: Policy::Regenerated,
+            });
+        }
+    }
+    ui::note(&format!(
+        "the project takes rsbuilder-runtime {} {}",
+        runtime::version(),
+        match form {
+            runtime::Form::Vendored => "from its copy in runtime/".to_owned(),
+            runtime::Form::Registry => {
+                "from crates.io; `cargo build` adds its entry to Cargo.lock".to_owned()
+            }
+            runtime::Form::Path(dir) => {
+                format!("from `{dir}`; `cargo build` adds its entry to Cargo.lock")
+            }
+            runtime::Form::Git { url, .. } => {
+                format!("from `{url}`; `cargo build` adds its entry to Cargo.lock")
+            }
+        }
+    ));
+    Ok(())
 }
 
 /// The admin, editor and viewer roles of every kind, switched between `ClusterRole` (a

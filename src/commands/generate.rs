@@ -130,7 +130,7 @@ fn report_samples(findings: &[Finding]) -> usize {
 pub fn manifests(root: &Path) -> anyhow::Result<Manifests> {
     let project = project::load(root)?;
     // The markers first: a malformed one fails before anything is built.
-    let sources = rbac::read_sources(&OnDisk(root))?;
+    let sources = rbac::read_sources(&OnDisk(root), &project)?;
     let role = rbac::role_from_sources(
         sources
             .iter()

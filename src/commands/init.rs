@@ -46,6 +46,10 @@ struct Context {
     kubernetes_version: &'static str,
     rust_version: &'static str,
     runtime_version: String,
+    /// `rsbuilder-runtime`'s value in `[workspace.dependencies]`.
+    runtime_dependency: String,
+    /// Whether the project holds the runtime in `runtime/`.
+    runtime_vendored: bool,
     /// The version of the project's own crates.
     project_version: &'static str,
 }
@@ -71,6 +75,8 @@ impl Context {
             kubernetes_version: versions::KUBERNETES,
             rust_version: versions::RUST,
             runtime_version: runtime::version(),
+            runtime_dependency: settings.runtime.dependency(&runtime::version()),
+            runtime_vendored: settings.runtime.is_vendored(),
             project_version: PROJECT_VERSION,
         }
     }
@@ -136,6 +142,8 @@ fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
     if let Some(owner) = &args.owner {
         names::validate_text("owner", owner, "\"The otp-operator Authors\"")?;
     }
+    let form = runtime::Form::parse(&args.runtime)?;
+    form.check(root, &runtime::version())?;
 
     let context = Context::new(
         project_name,
@@ -145,6 +153,7 @@ fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
             owner: args.owner.clone(),
             license: spdx(args.license),
             namespaced: args.namespaced,
+            runtime: form.clone(),
         },
     );
     let project = Project {
@@ -159,7 +168,7 @@ fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
         repo: context.repo.clone(),
         kube_version: versions::KUBE.to_owned(),
         k8s_openapi_version: versions::K8S_OPENAPI.to_owned(),
-        runtime: Some(runtime::project_record()),
+        runtime: Some(crate::project::RuntimeRecord::current(form)),
         resources: Vec::new(),
         deploy_images: Vec::new(),
     };
@@ -263,19 +272,30 @@ fn plan(context: &Context, project: &Project) -> anyhow::Result<Plan> {
             Policy::Owned
         }
     })?;
+    let vendored = project
+        .runtime
+        .as_ref()
+        .is_some_and(|r| r.form.is_vendored());
     files.extend(
         runtime::files()
             .into_iter()
+            .filter(|_| vendored)
             .map(|(path, contents)| PlannedFile {
                 path,
                 contents,
                 policy: Policy::Owned,
             }),
     );
+    let runtime_sources = rbac::runtime_sources(project);
     let role = rbac::role_from_sources(
         files
             .iter()
-            .map(|file| (file.path.as_path(), file.contents.as_str())),
+            .map(|file| (file.path.as_path(), file.contents.as_str()))
+            .chain(
+                runtime_sources
+                    .iter()
+                    .map(|(path, text)| (path.as_path(), text.as_str())),
+            ),
         project.namespaced,
     )?;
     files.push(PlannedFile {
@@ -305,6 +325,8 @@ pub struct Settings {
     /// The SPDX identifier, or none.
     pub license: Option<&'static str>,
     pub namespaced: bool,
+    /// Where the project takes the runtime crate from.
+    pub runtime: runtime::Form,
 }
 
 /// The SPDX identifier `--license` writes.
@@ -341,7 +363,7 @@ fn complete_lock(files: &mut [PlannedFile], project: &Project) -> anyhow::Result
             .with_context(|| format!("init plans no `{path}`"))
     };
     let version = PROJECT_VERSION;
-    let members = [
+    let mut members = vec![
         lockfile::Member::from_manifest(
             &project.project_name,
             version,
@@ -352,12 +374,24 @@ fn complete_lock(files: &mut [PlannedFile], project: &Project) -> anyhow::Result
             version,
             &manifest("api/Cargo.toml")?,
         ),
-        lockfile::Member::from_manifest(
+    ];
+    if project
+        .runtime
+        .as_ref()
+        .is_some_and(|r| r.form.is_vendored())
+    {
+        members.push(lockfile::Member::from_manifest(
             "rsbuilder-runtime",
             &runtime::version(),
             &manifest("runtime/Cargo.toml")?,
-        ),
-    ];
+        ));
+    } else {
+        // From crates.io, a path or git, the runtime's entry is cargo's to write on the first
+        // build: its checksum or commit is not known here.
+        for member in &mut members {
+            member.dependencies.remove("rsbuilder-runtime");
+        }
+    }
     let lock = files
         .iter_mut()
         .find(|file| file.path == Path::new("Cargo.lock"))
@@ -380,6 +414,7 @@ pub fn planned(name: &str, domain: &str, namespaced: bool) -> (Plan, Project) {
         force: false,
         multigroup: false,
         plugins: Vec::new(),
+        runtime: "vendored".into(),
         dry_run: false,
     };
     let (context, project) = resolve(&args, Path::new("/tmp/x")).unwrap();
@@ -399,6 +434,7 @@ pub fn sample_context() -> tera::Context {
         force: false,
         multigroup: false,
         plugins: Vec::new(),
+        runtime: "vendored".into(),
         dry_run: false,
     };
     let (context, _) = resolve(&args, Path::new("/tmp/x")).unwrap();

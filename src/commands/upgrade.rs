@@ -48,10 +48,20 @@ pub fn upgrade(root: &Path, options: UpgradeOptions) -> anyhow::Result<()> {
         .help("scaffold a new project with `rsbuilder init` and `create api`, then move your types (api/src/) and controllers (operator/src/controllers/) into it")
         .into());
     };
-    let on_disk = read_runtime(root)?;
-    let changed = changed_files(&recorded, &on_disk);
+    let form = recorded.form.clone();
+    form.check(root, &runtime::version())?;
+    let on_disk = if form.is_vendored() {
+        read_runtime(root)?
+    } else {
+        BTreeMap::new()
+    };
+    let changed = if form.is_vendored() {
+        changed_files(&recorded, &on_disk)
+    } else {
+        Vec::new()
+    };
     let new_files = runtime::files();
-    let new_record = runtime::project_record();
+    let new_record = crate::project::RuntimeRecord::current(form);
 
     if changed.is_empty() && new_record == recorded {
         ui::note(&format!(
@@ -133,7 +143,7 @@ fn refuse_unless_forced(
 }
 
 /// Every file under `runtime/`, by path from the project root; `target/` is left out.
-fn read_runtime(root: &Path) -> anyhow::Result<BTreeMap<PathBuf, Vec<u8>>> {
+pub(crate) fn read_runtime(root: &Path) -> anyhow::Result<BTreeMap<PathBuf, Vec<u8>>> {
     let tree = OnDisk(root);
     let dir = Path::new(runtime::DIR);
     let target = dir.join("target");
@@ -152,7 +162,10 @@ fn read_runtime(root: &Path) -> anyhow::Result<BTreeMap<PathBuf, Vec<u8>>> {
 /// The runtime files that differ from what PROJECT recorded: a `CHECKSUMS` that does not match
 /// PROJECT, files whose hash differs from `CHECKSUMS`, files it lists that are missing, and
 /// files it does not list.
-fn changed_files(recorded: &RuntimeRecord, on_disk: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<String> {
+pub(crate) fn changed_files(
+    recorded: &RuntimeRecord,
+    on_disk: &BTreeMap<PathBuf, Vec<u8>>,
+) -> Vec<String> {
     let checksums_path = Path::new(runtime::DIR).join(runtime::CHECKSUMS);
     let name = |path: &Path| path.to_string_lossy().replace('\\', "/");
     let Some(checksums) = on_disk.get(&checksums_path) else {
@@ -160,7 +173,7 @@ fn changed_files(recorded: &RuntimeRecord, on_disk: &BTreeMap<PathBuf, Vec<u8>>)
     };
     // A checkout that turned line ends into CRLF (git's `core.autocrlf`) changed nothing.
     let text = String::from_utf8_lossy(&unix_line_ends(checksums)).into_owned();
-    let listed = (runtime::record(&text) == recorded.checksum)
+    let listed = (Some(runtime::record(&text)) == recorded.checksum)
         .then(|| runtime::parse_checksums(&text))
         .flatten();
     let Some(listed) = listed else {
@@ -218,7 +231,16 @@ fn plan(
         .with_context(|| format!("failed to read `{MANIFEST}`"))?
         .with_context(|| format!("`{MANIFEST}` is missing"))?;
     let runtime_manifest = &new_files[&Path::new(runtime::DIR).join("Cargo.toml")];
-    let (raised, pins, unread) = raise_pins(&manifest, runtime_manifest);
+    let (mut raised, pins, unread) = raise_pins(&manifest, runtime_manifest);
+    if new_record.form == runtime::Form::Registry {
+        raised = pin_runtime(&raised, &new_record.version)?;
+    }
+    // Only the vendored form has the crate's files in the project.
+    let new_files = if new_record.form.is_vendored() {
+        new_files
+    } else {
+        BTreeMap::new()
+    };
     for (name, needed) in &unread {
         ui::warn(
             &format!(
@@ -261,6 +283,29 @@ fn plan(
         },
         pins,
     ))
+}
+
+/// `manifest` with `rsbuilder-runtime` in `[workspace.dependencies]` pinned to `=version`, its
+/// layout and comments kept.
+fn pin_runtime(manifest: &str, version: &str) -> anyhow::Result<String> {
+    let mut document: toml_edit::DocumentMut = manifest
+        .parse()
+        .with_context(|| format!("`{MANIFEST}` is not TOML"))?;
+    let entry = document
+        .get_mut("workspace")
+        .and_then(|w| w.get_mut("dependencies"))
+        .and_then(|d| d.get_mut("rsbuilder-runtime"));
+    let Some(Item::Value(value)) = entry else {
+        return Err(UserError::new(format!(
+            "`{MANIFEST}` has no `rsbuilder-runtime` in [workspace.dependencies], where PROJECT says the project takes it from crates.io"
+        ))
+        .help(format!("add `rsbuilder-runtime = \"={version}\"` to [workspace.dependencies]"))
+        .into());
+    };
+    let decor = value.decor().clone();
+    *value = toml_edit::Value::from(format!("={version}"));
+    *value.decor_mut() = decor;
+    Ok(document.to_string())
 }
 
 /// The text of `relative` as a diff shows it: `None` when it cannot be read (missing, a

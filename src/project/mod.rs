@@ -11,6 +11,10 @@ use serde::Deserialize;
 use crate::scaffold::{PlannedFile, Policy};
 use crate::ui::UserError;
 
+mod runtime_record;
+
+pub use runtime_record::RuntimeRecord;
+
 /// The layout key rsbuilder writes under `layout:`.
 pub const LAYOUT: &str = "rsbuilder.io/v1";
 /// The plugin key under which kubebuilder records `edit --plugins=autoupdate/v1-alpha`.
@@ -92,15 +96,6 @@ pub struct DeployImageOptions {
     /// `--run-as-user`.
     #[serde(default)]
     pub run_as_user: Option<String>,
-}
-
-/// The version of the runtime crate a project has, and the checksum of its files.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RuntimeRecord {
-    /// The runtime's version.
-    pub version: String,
-    /// `sha256:` and the SHA-256 of `runtime/CHECKSUMS`.
-    pub checksum: String,
 }
 
 /// One group/version/kind of the project.
@@ -289,6 +284,8 @@ struct StoredPlugin {
     #[serde(default)]
     k8s_openapi_version: Option<String>,
     #[serde(default)]
+    runtime: Option<String>,
+    #[serde(default)]
     runtime_checksum: Option<String>,
     #[serde(default)]
     runtime_version: Option<String>,
@@ -445,7 +442,12 @@ fn check_values(stored: &Stored) -> anyhow::Result<()> {
             check_path(&key, value, example).err()
         })
     });
+    let runtime = stored
+        .plugins
+        .get(LAYOUT)
+        .and_then(|p| p.runtime.as_deref());
     let checks = [
+        runtime.and_then(|form| crate::runtime::Form::parse(form).err()),
         crate::names::validate_domain(&stored.domain).err(),
         crate::names::validate_project_name(&stored.project_name, false).err(),
         validate_cli_version(&stored.cli_version).err(),
@@ -508,9 +510,19 @@ fn parse(text: &str) -> anyhow::Result<Project> {
             .and_then(|p| p.k8s_openapi_version.clone())
             .unwrap_or_else(|| crate::versions::K8S_OPENAPI.to_owned()),
         runtime: plugin.and_then(|p| {
+            let form = match &p.runtime {
+                Some(text) => crate::runtime::Form::parse(text).ok()?,
+                None => crate::runtime::Form::Vendored,
+            };
+            // The vendored form is told from an edited copy by its checksum.
+            let checksum = p.runtime_checksum.clone();
+            if form.is_vendored() && checksum.is_none() {
+                return None;
+            }
             Some(RuntimeRecord {
                 version: p.runtime_version.clone()?,
-                checksum: p.runtime_checksum.clone()?,
+                checksum: checksum.filter(|_| form.is_vendored()),
+                form,
             })
         }),
         deploy_images: stored
@@ -595,14 +607,13 @@ impl Project {
             ],
         );
         if let Some(runtime) = &self.runtime {
-            scalars(
-                &mut out,
-                "    ",
-                &[
-                    ("runtimeChecksum", &runtime.checksum),
-                    ("runtimeVersion", &runtime.version),
-                ],
-            );
+            if !runtime.form.is_vendored() {
+                scalars(&mut out, "    ", &[("runtime", &runtime.form.to_string())]);
+            }
+            if let Some(checksum) = &runtime.checksum {
+                scalars(&mut out, "    ", &[("runtimeChecksum", checksum)]);
+            }
+            scalars(&mut out, "    ", &[("runtimeVersion", &runtime.version)]);
         }
         scalars(&mut out, "", &[("projectName", &self.project_name)]);
         if let Some(repo) = &self.repo {

@@ -239,7 +239,8 @@ fn the_runtime_is_recorded_under_the_plugin_and_read_back() {
     let mut project = project();
     project.runtime = Some(RuntimeRecord {
         version: "0.1.0".into(),
-        checksum: format!("sha256:{}", "ab".repeat(32)),
+        checksum: Some(format!("sha256:{}", "ab".repeat(32))),
+        form: crate::runtime::Form::Vendored,
     });
     let yaml = project.to_yaml();
     assert!(
@@ -250,6 +251,65 @@ fn the_runtime_is_recorded_under_the_plugin_and_read_back() {
             "{yaml}"
         );
     assert_eq!(parse(&yaml).unwrap(), project);
+    // A vendored runtime without its checksum is no runtime PROJECT can vouch for.
+    let without = yaml.replace(
+        &format!("    runtimeChecksum: sha256:{}\n", "ab".repeat(32)),
+        "",
+    );
+    assert_eq!(parse(&without).unwrap().runtime, None);
+}
+
+#[test]
+fn a_runtime_taken_from_elsewhere_records_its_form_and_no_checksum() {
+    for form in [
+        "registry",
+        "path:../rsbuilder/runtime",
+        "git:https://github.com/rsbuilder/rsbuilder#v0.1.0",
+    ] {
+        let mut project = project();
+        project.runtime = Some(RuntimeRecord {
+            version: "0.1.0".into(),
+            checksum: None,
+            form: crate::runtime::Form::parse(form).unwrap(),
+        });
+        let yaml = project.to_yaml();
+        assert!(
+            yaml.contains(&format!(
+                "    kubeVersion: 5.0.0\n    runtime: {form}\n    runtimeVersion: 0.1.0\nprojectName:"
+            )),
+            "{yaml}"
+        );
+        assert_eq!(parse(&yaml).unwrap(), project);
+        // A checksum beside it is left: only a copy in runtime/ has one.
+        let with = yaml.replace(
+            "    runtimeVersion:",
+            &format!(
+                "    runtimeChecksum: sha256:{}\n    runtimeVersion:",
+                "ab".repeat(32)
+            ),
+        );
+        assert_eq!(parse(&with).unwrap(), project);
+    }
+    let vendored = RuntimeRecord::current(crate::runtime::Form::Vendored);
+    let files = crate::runtime::files();
+    let checksums = &files[std::path::Path::new("runtime/CHECKSUMS")];
+    assert_eq!(vendored.checksum, Some(crate::runtime::record(checksums)));
+    assert_eq!(vendored.version, crate::runtime::version());
+    let registry = RuntimeRecord::current(crate::runtime::Form::Registry);
+    assert_eq!(registry.checksum, None);
+    assert_eq!(registry.form, crate::runtime::Form::Registry);
+    let mut project = project();
+    project.runtime = Some(crate::project::RuntimeRecord::current(
+        crate::runtime::Form::Registry,
+    ));
+    let yaml = project
+        .to_yaml()
+        .replace("runtime: registry", "runtime: crates");
+    let error = parse(&yaml).unwrap_err().to_string();
+    assert!(
+        error.contains("PROJECT is not valid: `crates` is not a form of the runtime crate"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -371,7 +431,8 @@ fn any_string_round_trips() {
         project.k8s_openapi_version = value();
         project.runtime = Some(RuntimeRecord {
             version: value(),
-            checksum: value(),
+            checksum: Some(value()),
+            form: crate::runtime::Form::Vendored,
         });
         project.resources = vec![Resource {
             api: Some(ResourceApi {

@@ -113,7 +113,7 @@ fn dry_run_prints_the_commands_and_writes_nothing() {
     assert_eq!(
         lines[..3],
         [
-            "rsbuilder init --domain learn.com --project-name memcached-operator",
+            "rsbuilder init --domain learn.com --project-name memcached-operator --runtime=registry",
             "rsbuilder create api --group example.com --version v1alpha1 --kind Memcached --resource --controller=true --image memcached:1.6.26-alpine3.19 --image-container-command=memcached,--memory-limit=64,-o,modern,-v --image-container-port=11211 --run-as-user=1001",
             "rsbuilder create api --group appotp --version v1 --kind AppOTP --resource --controller=true --image memcached:1.6.26-alpine3.19 --image-container-port=11211 --run-as-user=1001",
         ]
@@ -141,7 +141,9 @@ fn dry_run_prints_the_commands_and_writes_nothing() {
     let out = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
     assert_eq!(
         out.lines().next(),
-        Some("rsbuilder init --domain learn.com --project-name memcached-operator")
+        Some(
+            "rsbuilder init --domain learn.com --project-name memcached-operator --runtime=registry"
+        )
     );
 }
 

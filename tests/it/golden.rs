@@ -106,7 +106,7 @@ const SCENARIOS: &[Scenario] = &[
         name: "project-names",
         directory: "names-operator",
         commands: &[
-            "init --domain example.com",
+            "init --runtime=registry --domain example.com",
             "create api --group kube --version v1 --kind Context",
             "create api --group super --version v1 --kind Status",
             "create api --group type --version v1 --kind Match",
@@ -134,7 +134,7 @@ const SCENARIOS: &[Scenario] = &[
         directory: "ns-operator",
         commands: &[
             // An owner with what breaks TOML, Tera and shells, short of what is refused.
-            "init --domain example.org --namespaced --license none --repo https://github.com/example/ns-operator --owner 'Ünïcödé $HOME {{ team }} {% raw %} Authors 🦀'",
+            "init --runtime=registry --domain example.org --namespaced --license none --repo https://github.com/example/ns-operator --owner 'Ünïcödé $HOME {{ team }} {% raw %} Authors 🦀'",
             "create api --group ship --version v1 --kind Captain",
             "create webhook --group ship --version v1 --kind Captain --defaulting",
         ],
@@ -146,7 +146,7 @@ const SCENARIOS: &[Scenario] = &[
         name: "project-deploy-image",
         directory: "memcached-operator",
         commands: &[
-            "init --domain learn.com",
+            "init --runtime=registry --domain learn.com",
             "create api --group example.com --version v1alpha1 --kind Memcached --image=memcached:1.6.26-alpine3.19 --image-container-command=memcached,--memory-limit=64,-o,modern,-v --image-container-port=11211 --run-as-user=1001 --plugins=deploy-image/v1-alpha",
             "create api --group appotp --version v1 --kind AppOTP --image memcached:1.6.26-alpine3.19 --image-container-port 11211 --run-as-user 1001",
             "create api --group web --version v1 --kind Site --image nginx",
@@ -169,7 +169,7 @@ const SCENARIOS: &[Scenario] = &[
         name: "project-webhooks",
         directory: "webhook-operator",
         commands: &[
-            "init --domain example.com --project-name myoperator",
+            "init --runtime=registry --domain example.com --project-name myoperator",
             "create api --group example --version v1 --kind Application",
             "create webhook --group example --version v1 --kind Application --defaulting --programmatic-validation",
             "create api --group example --version v1 --kind Cache",
@@ -314,6 +314,19 @@ fn golden_projects_are_up_to_date() {
             continue;
         }
         let (_dir, project) = run_kubebuilder_script(name);
+        // kubebuilder's command lists make the default, vendored project; it then takes the
+        // runtime from crates.io, as testdata's projects but project-v1 do.
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rsbuilder"))
+            .args(["edit", "--runtime=registry"])
+            .current_dir(&project)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("rsbuilder runs");
+        assert!(
+            output.status.success(),
+            "{name}: `rsbuilder edit --runtime=registry` failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         compare(name, &project, bless, &mut stale);
     }
     assert!(

@@ -13,6 +13,7 @@ mod hostile;
 mod init;
 mod make;
 mod markers;
+mod runtime;
 mod support;
 mod terminal;
 mod transcripts;

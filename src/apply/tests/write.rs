@@ -438,6 +438,38 @@ fn removals_delete_files_and_are_undone_with_the_rest() {
     assert!(dir.path().join("z/late.txt").exists());
 }
 
+/// The folders a removal empties go with it, deepest first; one that holds anything else,
+/// and the project's root, stay.
+#[test]
+fn folders_the_removals_empty_are_removed_and_no_others() {
+    let dir = with_files(&[
+        ("runtime/src/webhook/certs.rs", "1"),
+        ("runtime/src/lib.rs", "2"),
+        ("runtime/CHECKSUMS", "3"),
+        ("keep/a.rs", "4"),
+        ("keep/b.rs", "5"),
+        ("empty/before/.gitkeep", ""),
+    ]);
+    fs::remove_file(dir.path().join("empty/before/.gitkeep")).unwrap();
+    let plan = Plan {
+        files: Vec::new(),
+        insertions: Vec::new(),
+        removals: vec![
+            "runtime/src/webhook/certs.rs".into(),
+            "runtime/src/lib.rs".into(),
+            "runtime/CHECKSUMS".into(),
+            "keep/a.rs".into(),
+        ],
+        derived: Vec::new(),
+    };
+    apply(dir.path(), plan, Options::default()).unwrap();
+    assert!(!dir.path().join("runtime").exists());
+    assert!(dir.path().join("keep/b.rs").exists());
+    // Not emptied by this command: left as it was.
+    assert!(dir.path().join("empty/before").is_dir());
+    assert!(dir.path().is_dir());
+}
+
 /// A command killed half way leaves its journal; the next command's lock undoes it.
 #[test]
 fn an_interrupted_command_is_undone_by_the_next_one() {

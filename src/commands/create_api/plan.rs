@@ -89,7 +89,7 @@ pub(super) fn plan(
     }
     if request.controller {
         plan_controller(&mut plan, &context, request, &paths)?;
-        plan.derived.push(rbac::derived_role(project.namespaced));
+        plan.derived.push(rbac::derived_role(project));
     }
     Ok(plan)
 }

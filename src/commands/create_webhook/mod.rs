@@ -94,7 +94,7 @@ pub fn run(args: CreateWebhookArgs) -> anyhow::Result<()> {
     let mut project = project::load(root)?;
     let mut request = resolve(&args, &project)?;
     keep_earlier_builtin_module(root, &mut request);
-    let sources = rbac::read_sources(&OnDisk(root))?;
+    let sources = rbac::read_sources(&OnDisk(root), &project)?;
     let plan = plan(&project, &request, &sources)?;
     let plan = with_project(plan, &mut project, &request);
     if !super::apply_plan(root, plan, args.force, args.dry_run)? {
