@@ -272,6 +272,34 @@ fn runtime_fallback(
     Ok(Some(document.to_string()))
 }
 
+/// Cargo.lock as `init` writes it for `form`: cargo would mend it on the next build, but a
+/// lock that `--locked` refuses should not be what `edit` leaves. `None` when the project has
+/// no lock, or it needs no change.
+fn lock_for(
+    root: &Path,
+    project: &Project,
+    form: &runtime::Form,
+) -> anyhow::Result<Option<PlannedFile>> {
+    let Some(lock) = apply::read_existing(root, Path::new("Cargo.lock"))? else {
+        return Ok(None);
+    };
+    let manifest = runtime::files()
+        .remove(&Path::new(runtime::DIR).join("Cargo.toml"))
+        .context("the runtime has a Cargo.toml")?;
+    let member =
+        lockfile::Member::from_manifest("rsbuilder-runtime", &runtime::version(), &manifest);
+    let contents = lockfile::with_runtime(
+        &lock,
+        &[project.project_name.as_str()],
+        form.is_vendored().then_some(&member),
+    )?;
+    Ok((contents != lock).then(|| PlannedFile {
+        path: "Cargo.lock".into(),
+        contents,
+        policy: Policy::Regenerated,
+    }))
+}
+
 /// The runtime's form as PROJECT records it, and as `--runtime` asks for it. A form other
 /// than the recorded one needs the project's runtime at this rsbuilder's version: `edit`
 /// writes that version, and moving to it is `upgrade`'s work.
@@ -351,27 +379,7 @@ fn switch_runtime(
             policy: Policy::Regenerated,
         }));
     project.runtime = Some(crate::project::RuntimeRecord::current(form.clone()));
-    // Cargo.lock as `init` writes it for the form: cargo would mend it on the next build, but
-    // a lock that `--locked` refuses should not be what `edit` leaves.
-    if let Some(lock) = apply::read_existing(root, Path::new("Cargo.lock"))? {
-        let manifest = runtime::files()
-            .remove(&Path::new(runtime::DIR).join("Cargo.toml"))
-            .context("the runtime has a Cargo.toml")?;
-        let member =
-            lockfile::Member::from_manifest("rsbuilder-runtime", &runtime::version(), &manifest);
-        let contents = lockfile::with_runtime(
-            &lock,
-            &[project.project_name.as_str()],
-            form.is_vendored().then_some(&member),
-        )?;
-        if contents != lock {
-            plan.files.push(PlannedFile {
-                path: "Cargo.lock".into(),
-                contents,
-                policy: Policy::Regenerated,
-            });
-        }
-    }
+    plan.files.extend(lock_for(root, project, form)?);
     ui::note(&format!(
         "the project takes rsbuilder-runtime {} {}",
         runtime::version(),
