@@ -10,6 +10,7 @@ mod diff;
 mod lockfile;
 mod manifest;
 mod names;
+mod owned;
 mod plugins;
 mod project;
 mod rbac;

@@ -272,6 +272,16 @@ fn plan(context: &Context, project: &Project) -> anyhow::Result<Plan> {
             Policy::Owned
         }
     })?;
+    let sums = crate::owned::checksums(
+        files
+            .iter()
+            .map(|file| (file.path.as_path(), file.contents.as_str())),
+    );
+    files.push(PlannedFile {
+        path: crate::owned::CHECKSUMS.into(),
+        contents: sums,
+        policy: Policy::Owned,
+    });
     let vendored = project
         .runtime
         .as_ref()

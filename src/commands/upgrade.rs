@@ -3,7 +3,9 @@
 //!
 //! The runtime is rsbuilder's code. PROJECT records the checksum of `runtime/CHECKSUMS`, which
 //! lists the SHA-256 of every runtime file: a runtime whose files no longer match is the
-//! user's work, and is replaced only with `--force`.
+//! user's work, and is replaced only with `--force`. So are the other files rsbuilder keeps
+//! (`owned`: the harness under `hack/`, the api crate's schema plumbing), checked against
+//! `hack/CHECKSUMS`; a project whose runtime comes from crates.io gets its pin moved instead.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -13,6 +15,7 @@ use toml_edit::Item;
 
 use crate::apply::{self, Options};
 use crate::diff;
+use crate::owned;
 use crate::project::{self, Project, RuntimeRecord};
 use crate::runtime;
 use crate::scaffold::{Plan, PlannedFile, Policy};
@@ -62,17 +65,24 @@ pub fn upgrade(root: &Path, options: UpgradeOptions) -> anyhow::Result<()> {
     };
     let new_files = runtime::files();
     let new_record = crate::project::RuntimeRecord::current(form);
+    let owned = refresh_owned(root, &project, options.force)?;
 
     if changed.is_empty() && new_record == recorded {
-        ui::note(&format!(
-            "the runtime is up to date (rsbuilder-runtime {})",
-            recorded.version
-        ));
-        return Ok(());
+        if owned.is_empty() {
+            ui::note(&format!(
+                "the runtime is up to date (rsbuilder-runtime {})",
+                recorded.version
+            ));
+            return Ok(());
+        }
+        return apply_owned(root, owned, options);
     }
     refuse_unless_forced(&recorded, &changed, options.force)?;
 
-    let (plan, pins) = plan(root, &mut project, &on_disk, new_files, new_record)?;
+    let (mut plan, pins) = plan(root, &mut project, &on_disk, new_files, new_record)?;
+    // PROJECT stays the last file written.
+    let last = plan.files.len().saturating_sub(1);
+    plan.files.splice(last..last, owned);
     if options.dry_run {
         show_diff(root, &plan)?;
     }
@@ -101,6 +111,104 @@ pub fn upgrade(root: &Path, options: UpgradeOptions) -> anyhow::Result<()> {
             recorded.version,
             runtime::version()
         ));
+    }
+    Ok(())
+}
+
+/// The files rsbuilder keeps besides the runtime (`owned::FILES`) that `upgrade` rewrites, as
+/// this rsbuilder writes them, with `hack/CHECKSUMS`. Refused, naming them, when the user
+/// changed any, unless `force`; a file an older rsbuilder wrote before `hack/CHECKSUMS` existed
+/// is kept (its edits cannot be told from the older text), with a note.
+fn refresh_owned(root: &Path, project: &Project, force: bool) -> anyhow::Result<Vec<PlannedFile>> {
+    let settings = crate::commands::init::Settings {
+        owner: None,
+        license: None,
+        namespaced: project.namespaced,
+        runtime: project
+            .runtime
+            .as_ref()
+            .map(|r| r.form.clone())
+            .unwrap_or_default(),
+    };
+    let new: BTreeMap<PathBuf, String> = crate::commands::init::template_files(project, &settings)?
+        .into_iter()
+        .filter(|file| owned::is_owned(&file.path))
+        .map(|file| (file.path, file.contents))
+        .collect();
+    let tree = OnDisk(root);
+    let mut current = BTreeMap::new();
+    for path in new
+        .keys()
+        .map(PathBuf::as_path)
+        .chain([Path::new(owned::CHECKSUMS)])
+    {
+        current.insert(path.to_path_buf(), tree.read_bytes(path)?);
+    }
+    let listed = current
+        .get(Path::new(owned::CHECKSUMS))
+        .and_then(Option::as_ref)
+        .map(|bytes| String::from_utf8_lossy(bytes).into_owned());
+    let refresh = owned::refresh(&current, listed.as_deref(), &new, force);
+    if !refresh.edited.is_empty() {
+        let list: Vec<String> = refresh.edited.iter().map(|p| format!("`{p}`")).collect();
+        let message = format!(
+            "rsbuilder's files were changed since it wrote them: {} {} not match `{}`",
+            list.join(", "),
+            if list.len() == 1 { "does" } else { "do" },
+            owned::CHECKSUMS
+        );
+        if !force {
+            return Err(UserError::new(message)
+                .help("move your changes into files of your own (hack/ and api/src/schema.rs are rsbuilder's), or pass --force to replace them")
+                .into());
+        }
+        ui::warn(&format!("{message}; --force replaces them"), None);
+    }
+    for path in &refresh.kept {
+        let missing = current.get(Path::new(path)).is_none_or(Option::is_none);
+        ui::note(&if missing {
+            format!("note: {path} is missing, and stays so")
+        } else {
+            format!(
+                "note: {path} is older than `{}` and is kept: rsbuilder cannot tell your edits from its older text; `upgrade --force` replaces it",
+                owned::CHECKSUMS
+            )
+        });
+    }
+    Ok(refresh
+        .files
+        .into_iter()
+        .map(|(path, contents)| PlannedFile {
+            path,
+            contents,
+            policy: Policy::Regenerated,
+        })
+        .collect())
+}
+
+/// Writes the refreshed files of a project whose runtime is up to date.
+fn apply_owned(
+    root: &Path,
+    files: Vec<PlannedFile>,
+    options: UpgradeOptions,
+) -> anyhow::Result<()> {
+    let plan = Plan {
+        files,
+        ..Plan::default()
+    };
+    if options.dry_run {
+        show_diff(root, &plan)?;
+    }
+    apply::apply(
+        root,
+        plan,
+        Options {
+            force: true,
+            dry_run: options.dry_run,
+        },
+    )?;
+    if !options.dry_run {
+        ui::note("the runtime is up to date; refreshed rsbuilder's files under hack/ and api/src/");
     }
     Ok(())
 }

@@ -374,3 +374,65 @@ fn scaffolding_on_an_older_runtime_names_upgrade() {
     );
     assert!(!err.contains("rsbuilder upgrade"), "{err}");
 }
+
+/// The harness and schema plumbing that rsbuilder keeps: an older text it wrote is refreshed,
+/// one the user changed is refused by name (the tree as it was), `--force` replaces it, and a
+/// file older than `hack/CHECKSUMS` is kept with a note.
+#[test]
+fn rsbuilders_other_files_are_refreshed_unless_changed() {
+    let ws = project("owned-refresh");
+    let fresh = ws.snapshot();
+    let sums = ws.read("hack/CHECKSUMS");
+    for path in [
+        "api/src/schema.rs",
+        "hack/e2e_local.py",
+        "hack/kube_emulator.py",
+    ] {
+        assert!(sums.contains(&format!("  {path}\n")), "{path} in:\n{sums}");
+    }
+    // As an older rsbuilder wrote it, with its checksum.
+    let harness = ws.read("hack/e2e_local.py");
+    let older = harness.replacen("\n", "\n# an older harness\n", 1);
+    ws.write("hack/e2e_local.py", &older);
+    ws.write(
+        "hack/CHECKSUMS",
+        &sums.replace(&sha256(harness.as_bytes()), &sha256(older.as_bytes())),
+    );
+    let err = stderr(&ws.run(&["upgrade"]).success());
+    assert!(
+        err.contains("refreshed rsbuilder's files under hack/ and api/src/"),
+        "{err}"
+    );
+    assert_same_tree(&fresh, &ws.snapshot(), "`upgrade` of the harness");
+
+    // Changed by the user: refused, naming it, and nothing written.
+    ws.write("hack/e2e_local.py", &older);
+    let before = ws.snapshot();
+    let err = stderr(&ws.run(&["upgrade"]).code(1));
+    assert!(
+        err.contains("error: rsbuilder's files were changed since it wrote them: `hack/e2e_local.py` does not match `hack/CHECKSUMS`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("help: move your changes into files of your own"),
+        "{err}"
+    );
+    assert_same_tree(&before, &ws.snapshot(), "a refused `upgrade`");
+    ws.run(&["upgrade", "--force"]).success();
+    assert_same_tree(&fresh, &ws.snapshot(), "`upgrade --force`");
+
+    // Written before hack/CHECKSUMS existed: kept, with a note.
+    std::fs::remove_file(ws.root().join("hack/CHECKSUMS")).unwrap();
+    ws.write("hack/e2e_local.py", &older);
+    let err = stderr(&ws.run(&["upgrade"]).success());
+    assert!(
+        err.contains("note: hack/e2e_local.py is older than `hack/CHECKSUMS` and is kept"),
+        "{err}"
+    );
+    assert_eq!(ws.read("hack/e2e_local.py"), older);
+    assert!(!ws.read("hack/CHECKSUMS").contains("hack/e2e_local.py"));
+    assert!(
+        ws.read("hack/CHECKSUMS")
+            .contains("  hack/kube_emulator.py\n")
+    );
+}
