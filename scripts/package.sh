@@ -38,7 +38,8 @@ cargo package --quiet --allow-dirty -p rsbuilder
 for crate in rsbuilder rsbuilder-runtime; do
   tar -xzf "$CARGO_TARGET_DIR/package/$crate-$version.crate" -C "$work"
 done
-if find "$work/rsbuilder-$version" -name tests.rs -path '*vendor/runtime*' | grep -q .; then
+tests="$(find "$work/rsbuilder-$version/vendor" \( -name tests.rs -o -name testing.rs \) -print -quit)"
+if [[ -n "$tests" ]]; then
   echo "error: rsbuilder's .crate carries the runtime's tests" >&2
   exit 1
 fi
@@ -50,8 +51,8 @@ rsbuilder="$work/root/bin/rsbuilder"
 
 scaffold() {
   mkdir "$work/$1"
-  (cd "$work/$1" && "$rsbuilder" init --domain learn.com --project-name otp-operator "${@:2}" 2>/dev/null \
-    && "$rsbuilder" create api --group appotp --version v1 --kind AppOTP 2>/dev/null)
+  (cd "$work/$1" && "$rsbuilder" init --domain learn.com --project-name otp-operator "${@:2}" >/dev/null \
+    && "$rsbuilder" create api --group appotp --version v1 --kind AppOTP >/dev/null)
 }
 
 step "a vendored project of the installed rsbuilder: cargo build --locked"

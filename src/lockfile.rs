@@ -129,7 +129,10 @@ pub fn with_runtime(
     dependents: &[&str],
     runtime: Option<&Member>,
 ) -> anyhow::Result<String> {
-    let mut document: toml_edit::DocumentMut = lock.parse().context("Cargo.lock is not TOML")?;
+    let mut document: toml_edit::DocumentMut = lock.parse().map_err(|error| {
+        crate::ui::UserError::new(format!("Cargo.lock is not TOML: {error}"))
+            .help("resolve what is wrong in Cargo.lock, or remove it (cargo writes it again), then run the command again")
+    })?;
     let name = "rsbuilder-runtime";
     let is_runtime = |entry: &toml_edit::Value| {
         entry

@@ -50,23 +50,29 @@ pub fn checksums<'a>(files: impl IntoIterator<Item = (&'a Path, &'a str)>) -> St
 pub struct Refresh {
     /// The files to write, and `hack/CHECKSUMS` when it changes.
     pub files: BTreeMap<PathBuf, String>,
-    /// Files the user changed since rsbuilder wrote them: replaced only with `force`.
+    /// Files the user changed since rsbuilder wrote them (they do not match `hack/CHECKSUMS`):
+    /// replaced only with `force`.
     pub edited: Vec<String>,
-    /// Files left as they are: missing ones, and those an rsbuilder older than
-    /// `hack/CHECKSUMS` wrote, whose edits cannot be told from its older text.
+    /// Files `hack/CHECKSUMS` does not list (an rsbuilder older than it wrote them), whose
+    /// edits cannot be told from its older text: replaced only with `force`.
+    pub unlisted: Vec<String>,
+    /// Files left as they are: missing ones, and without `force` the unlisted ones.
     pub kept: Vec<String>,
 }
 
 /// Plans the refresh of the owned files: `current` is each owned file as it is (`None` when
 /// missing), `listed` the text of `hack/CHECKSUMS` (`None` when missing), and `new` each file
-/// as this rsbuilder writes it. With `force`, edited files are replaced too.
+/// as this rsbuilder writes it. With `force`, edited and unlisted files are replaced too. A
+/// checkout that turned line ends into CRLF changed nothing.
 pub fn refresh(
     current: &BTreeMap<PathBuf, Option<Vec<u8>>>,
     listed: Option<&str>,
     new: &BTreeMap<PathBuf, String>,
     force: bool,
 ) -> Refresh {
-    let listed = listed.and_then(crate::runtime::parse_checksums);
+    let listed = listed
+        .and_then(crate::runtime::parse_checksums)
+        .unwrap_or_default();
     let mut refresh = Refresh::default();
     let mut present = BTreeMap::new();
     for (path, text) in new {
@@ -75,24 +81,24 @@ pub fn refresh(
             refresh.kept.push(shown);
             continue;
         };
-        let untouched = listed
-            .as_ref()
-            .and_then(|listed| listed.get(Path::new(&shown)))
-            .is_some_and(|hash| *hash == crate::runtime::sha256(bytes));
-        if bytes.as_slice() == text.as_bytes() || untouched {
+        let bytes = String::from_utf8_lossy(bytes).replace("\r\n", "\n");
+        if bytes == *text {
             present.insert(path.clone(), text.clone());
-        } else if listed.is_none() && !force {
-            refresh.kept.push(shown);
             continue;
-        } else {
-            if listed.is_some() {
-                refresh.edited.push(shown);
+        }
+        match listed.get(Path::new(&shown)) {
+            Some(hash) if *hash == crate::runtime::sha256(bytes.as_bytes()) => {}
+            Some(_) => refresh.edited.push(shown),
+            None => {
+                if !force {
+                    refresh.kept.push(shown);
+                    continue;
+                }
+                refresh.unlisted.push(shown);
             }
-            present.insert(path.clone(), text.clone());
         }
-        if bytes.as_slice() != text.as_bytes() {
-            refresh.files.insert(path.clone(), text.clone());
-        }
+        present.insert(path.clone(), text.clone());
+        refresh.files.insert(path.clone(), text.clone());
     }
     if !refresh.edited.is_empty() && !force {
         refresh.files.clear();
@@ -194,6 +200,7 @@ mod tests {
         assert!(refused.files.is_empty(), "{:?}", refused.files);
         let forced = refresh(&on_disk, Some(&listed), &new(), true);
         assert_eq!(forced.edited, ["hack/e2e_local.py"]);
+        assert!(forced.unlisted.is_empty());
         assert_eq!(
             forced.files[Path::new("hack/e2e_local.py")],
             "new harness\n"
@@ -225,10 +232,45 @@ mod tests {
         );
         let forced = refresh(&on_disk, None, &new(), true);
         assert!(forced.kept.is_empty());
+        assert_eq!(forced.unlisted, ["hack/e2e_local.py"]);
         assert_eq!(
             forced.files[Path::new("hack/e2e_local.py")],
             "new harness\n"
         );
+    }
+
+    /// A file that the list does not name stays unlisted on the next run, never "edited".
+    #[test]
+    fn a_file_kept_once_is_kept_again() {
+        let listed = sums(&[("api/src/schema.rs", "new schema\n")]);
+        let mut on_disk = current(&[
+            ("hack/e2e_local.py", Some("older harness\n")),
+            ("api/src/schema.rs", Some("new schema\n")),
+        ]);
+        on_disk.insert(PathBuf::from(CHECKSUMS), Some(listed.clone().into_bytes()));
+        let refresh_ = refresh(&on_disk, Some(&listed), &new(), false);
+        assert_eq!(refresh_.kept, ["hack/e2e_local.py"]);
+        assert!(refresh_.edited.is_empty());
+        assert!(refresh_.files.is_empty(), "{:?}", refresh_.files);
+    }
+
+    #[test]
+    fn crlf_line_ends_change_nothing() {
+        let listed = sums(&[
+            ("hack/e2e_local.py", "old harness\n"),
+            ("api/src/schema.rs", "new schema\n"),
+        ]);
+        let on_disk = current(&[
+            ("hack/e2e_local.py", Some("old harness\r\n")),
+            ("api/src/schema.rs", Some("new schema\r\n")),
+        ]);
+        let refresh_ = refresh(&on_disk, Some(&listed), &new(), false);
+        assert!(refresh_.edited.is_empty(), "{:?}", refresh_.edited);
+        assert_eq!(
+            refresh_.files[Path::new("hack/e2e_local.py")],
+            "new harness\n"
+        );
+        assert!(!refresh_.files.contains_key(Path::new("api/src/schema.rs")));
     }
 
     #[test]

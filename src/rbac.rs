@@ -145,8 +145,8 @@ fn parse(body: &str) -> Result<Marker, String> {
 
 /// Every `.rs` file under `operator/src` and `runtime/src` of `tree`, by relative path. A
 /// missing folder has none. A project that takes the runtime crate from crates.io, a path or
-/// git has the runtime's markers all the same: those of the runtime this rsbuilder writes, at
-/// the version PROJECT records.
+/// git has the runtime's markers all the same: those of the runtime this rsbuilder embeds
+/// (`edit --runtime` and `upgrade` keep PROJECT's runtime at this rsbuilder's version).
 pub fn read_sources(
     tree: &dyn Tree,
     project: &Project,

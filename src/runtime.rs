@@ -1,6 +1,7 @@
 //! The runtime crate that generated projects use: `runtime/` of this repository, embedded
-//! without its tests and written into every project as `runtime/`, with a `CHECKSUMS` file (in `sha256sum` format)
-//! that lets `rsbuilder upgrade` tell an untouched runtime from one the user changed.
+//! without its tests and written into every project that vendors it (the default form) as
+//! `runtime/`, with a `CHECKSUMS` file (in `sha256sum` format) that lets `rsbuilder upgrade` tell
+//! an untouched runtime from one the user changed.
 //!
 //! PROJECT records the runtime's version and the SHA-256 of its `CHECKSUMS` file.
 

@@ -398,7 +398,7 @@ fn scaffold_again(
     dir: &Path,
 ) -> anyhow::Result<()> {
     let (commands, helm) = split_helm(commands);
-    run_all(exe, commands, dir)?;
+    run_all(root, exe, commands, dir)?;
     carry_grafana_config(root, project, exe, dir)?;
     if let Some(helm) = helm {
         carry_helm_chart(root, project, exe, helm, dir)?;
@@ -441,7 +441,7 @@ fn carry_helm_chart(
     // The new tree's config/ is the scaffold's, not the one the install file was built from.
     let mut command = command.to_vec();
     command.push("--install-as-is".to_owned());
-    run_all(exe, &[command], dir)
+    run_all(root, exe, &[command], dir)
 }
 
 /// The user's list of metrics, `grafana/custom-metrics/config.yaml`, is the user's, not the
@@ -460,7 +460,7 @@ fn carry_grafana_config(
     if !apply::carry(&OnDisk(root), config, dir)? {
         return Ok(());
     }
-    run_all(exe, &[edit], dir)
+    run_all(root, exe, &[edit], dir)
 }
 
 /// Refuses to replace the project's files when git shows some it could not bring back:
@@ -521,8 +521,14 @@ fn refuse_what_git_cannot_restore(root: &Path) -> anyhow::Result<()> {
 
 /// Runs `commands` with the rsbuilder `exe` in `dir`, one after the other; the first that fails
 /// is an error with its output.
-pub fn run_all(exe: &Path, commands: &[Vec<String>], dir: &Path) -> anyhow::Result<()> {
+pub fn run_all(
+    root: &Path,
+    exe: &Path,
+    commands: &[Vec<String>],
+    dir: &Path,
+) -> anyhow::Result<()> {
     run_all_or(
+        root,
         exe,
         commands,
         dir,
@@ -532,6 +538,7 @@ pub fn run_all(exe: &Path, commands: &[Vec<String>], dir: &Path) -> anyhow::Resu
 
 /// [`run_all`], with `help` for a command that fails.
 pub fn run_all_or(
+    root: &Path,
     exe: &Path,
     commands: &[Vec<String>],
     dir: &Path,
@@ -542,6 +549,8 @@ pub fn run_all_or(
         let output = Command::new(exe)
             .args(args)
             .current_dir(dir)
+            // A relative `--runtime=path:DIR` names a folder from the project, not from `dir`.
+            .env(crate::runtime::form::ROOT_VARIABLE, root)
             .stdin(Stdio::null())
             .output()
             .with_context(|| format!("failed to run `{}`", shell_line(args)))?;

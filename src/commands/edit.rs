@@ -215,13 +215,14 @@ fn plan(
         })
         .into());
     }
+    // The form first: the derived role reads the runtime's markers as the form leaves them.
+    if old.runtime != new.runtime {
+        switch_runtime(root, project, &new.runtime, force, &mut plan)?;
+    }
     if old.namespaced != new.namespaced {
         project.namespaced = new.namespaced;
         plan.files.extend(helper_roles(root, project)?);
         plan.derived.push(rbac::derived_role(project));
-    }
-    if old.runtime != new.runtime {
-        switch_runtime(root, project, &new.runtime, force, &mut plan)?;
     }
     plan.files.push(project.planned());
     Ok(plan)
@@ -245,9 +246,10 @@ fn runtime_fallback(
         return Ok(None);
     }
     let manifest = apply::read_existing(root, path)?.unwrap_or_default();
-    let mut document: toml_edit::DocumentMut = manifest
-        .parse()
-        .context("the workspace Cargo.toml is not TOML")?;
+    let mut document: toml_edit::DocumentMut = manifest.parse().map_err(|error| {
+        UserError::new(format!("the workspace Cargo.toml is not TOML: {error}"))
+            .help("correct Cargo.toml, then run the command again")
+    })?;
     let dependency: toml_edit::Value = form
         .dependency(&runtime::version())
         .parse()
@@ -344,7 +346,17 @@ fn switch_runtime(
     plan: &mut Plan,
 ) -> anyhow::Result<()> {
     let on_disk = super::upgrade::read_runtime(root)?;
-    if let Some(recorded) = project.runtime.as_ref().filter(|r| r.form.is_vendored()) {
+    let vendored = project.runtime.as_ref().filter(|r| r.form.is_vendored());
+    // `runtime/` is rsbuilder's only in the vendored form: otherwise it is the user's (a
+    // checkout a `path:` names, say), never removed, and written over only with `--force`.
+    if vendored.is_none() && !on_disk.is_empty() && form.is_vendored() && !force {
+        return Err(UserError::new(
+            "`runtime/` holds files, and `--runtime=vendored` writes the runtime there",
+        )
+        .help("move those files elsewhere, or pass --force to write the runtime over them")
+        .into());
+    }
+    if let Some(recorded) = vendored {
         let changed = super::upgrade::changed_files(recorded, &on_disk);
         if !changed.is_empty() {
             let list: Vec<String> = changed.iter().map(|p| format!("`{p}`")).collect();
@@ -366,12 +378,14 @@ fn switch_runtime(
     } else {
         Default::default()
     };
-    plan.removals.extend(
-        on_disk
-            .keys()
-            .filter(|path| !files.contains_key(*path))
-            .cloned(),
-    );
+    if vendored.is_some() {
+        plan.removals.extend(
+            on_disk
+                .keys()
+                .filter(|path| !files.contains_key(*path))
+                .cloned(),
+        );
+    }
     plan.files
         .extend(files.into_iter().map(|(path, contents)| PlannedFile {
             path,

@@ -143,7 +143,9 @@ fn resolve(args: &InitArgs, root: &Path) -> anyhow::Result<(Context, Project)> {
         names::validate_text("owner", owner, "\"The otp-operator Authors\"")?;
     }
     let form = runtime::Form::parse(&args.runtime)?;
-    form.check(root, &runtime::version())?;
+    // `alpha generate` and `alpha update` scaffold elsewhere, and say where the project is.
+    let from = std::env::var_os(runtime::form::ROOT_VARIABLE).map(std::path::PathBuf::from);
+    form.check(from.as_deref().unwrap_or(root), &runtime::version())?;
 
     let context = Context::new(
         project_name,

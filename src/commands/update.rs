@@ -164,13 +164,29 @@ pub fn update(options: crate::cli::AlphaUpdateArgs) -> anyhow::Result<()> {
         old.display(),
         project.cli_version
     );
-    apply::fill_new_dir(&base, |dir| alpha::run_all_or(&old, &commands, dir, &help))?;
+    // The old scaffold in the default form, which every rsbuilder writes: the project and the
+    // new scaffold agree on the form they take the runtime in, so the merge carries it.
+    let base_commands: Vec<Vec<String>> = commands
+        .iter()
+        .map(|command| {
+            command
+                .iter()
+                .filter(|arg| !arg.starts_with("--runtime="))
+                .cloned()
+                .collect()
+        })
+        .collect();
+    apply::fill_new_dir(&base, |dir| {
+        alpha::run_all_or(root, &old, &base_commands, dir, &help)
+    })?;
     ui::note(&format!(
         "scaffolding the project as rsbuilder {} makes it",
         versions::RSBUILDER
     ));
     let current = std::env::current_exe().context("failed to find the rsbuilder binary")?;
-    apply::fill_new_dir(&theirs, |dir| alpha::run_all(&current, &commands, dir))?;
+    apply::fill_new_dir(&theirs, |dir| {
+        alpha::run_all(root, &current, &commands, dir)
+    })?;
 
     let base_label = format!("rsbuilder {} scaffold", project.cli_version);
     let theirs_label = format!("rsbuilder {} scaffold", versions::RSBUILDER);

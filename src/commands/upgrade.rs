@@ -117,24 +117,10 @@ pub fn upgrade(root: &Path, options: UpgradeOptions) -> anyhow::Result<()> {
 
 /// The files rsbuilder keeps besides the runtime (`owned::FILES`) that `upgrade` rewrites, as
 /// this rsbuilder writes them, with `hack/CHECKSUMS`. Refused, naming them, when the user
-/// changed any, unless `force`; a file an older rsbuilder wrote before `hack/CHECKSUMS` existed
-/// is kept (its edits cannot be told from the older text), with a note.
+/// changed any, unless `force`; a file `hack/CHECKSUMS` does not list (an older rsbuilder wrote
+/// it) is kept with a note, unless `force`.
 fn refresh_owned(root: &Path, project: &Project, force: bool) -> anyhow::Result<Vec<PlannedFile>> {
-    let settings = crate::commands::init::Settings {
-        owner: None,
-        license: None,
-        namespaced: project.namespaced,
-        runtime: project
-            .runtime
-            .as_ref()
-            .map(|r| r.form.clone())
-            .unwrap_or_default(),
-    };
-    let new: BTreeMap<PathBuf, String> = crate::commands::init::template_files(project, &settings)?
-        .into_iter()
-        .filter(|file| owned::is_owned(&file.path))
-        .map(|file| (file.path, file.contents))
-        .collect();
+    let new = owned_texts(project)?;
     let tree = OnDisk(root);
     let mut current = BTreeMap::new();
     for path in new
@@ -149,12 +135,57 @@ fn refresh_owned(root: &Path, project: &Project, force: bool) -> anyhow::Result<
         .and_then(Option::as_ref)
         .map(|bytes| String::from_utf8_lossy(bytes).into_owned());
     let refresh = owned::refresh(&current, listed.as_deref(), &new, force);
+    report_owned(&refresh, &current, force)?;
+    Ok(refresh
+        .files
+        .into_iter()
+        .map(|(path, contents)| PlannedFile {
+            path,
+            contents,
+            policy: Policy::Regenerated,
+        })
+        .collect())
+}
+
+/// The owned files as this rsbuilder writes them for `project`.
+fn owned_texts(project: &Project) -> anyhow::Result<BTreeMap<PathBuf, String>> {
+    let settings = crate::commands::init::Settings {
+        owner: None,
+        license: None,
+        namespaced: project.namespaced,
+        runtime: project
+            .runtime
+            .as_ref()
+            .map(|r| r.form.clone())
+            .unwrap_or_default(),
+    };
+    Ok(crate::commands::init::template_files(project, &settings)?
+        .into_iter()
+        .filter(|file| owned::is_owned(&file.path))
+        .map(|file| (file.path, file.contents))
+        .collect())
+}
+
+/// Refuses the refresh when the user changed an owned file, unless `force`; says what `force`
+/// replaces and what is kept.
+fn report_owned(
+    refresh: &owned::Refresh,
+    current: &BTreeMap<PathBuf, Option<Vec<u8>>>,
+    force: bool,
+) -> anyhow::Result<()> {
+    let them = |list: &[String]| {
+        if list.len() == 1 {
+            ("does", "is", "it")
+        } else {
+            ("do", "are", "them")
+        }
+    };
     if !refresh.edited.is_empty() {
         let list: Vec<String> = refresh.edited.iter().map(|p| format!("`{p}`")).collect();
         let message = format!(
             "rsbuilder's files were changed since it wrote them: {} {} not match `{}`",
             list.join(", "),
-            if list.len() == 1 { "does" } else { "do" },
+            them(&list).0,
             owned::CHECKSUMS
         );
         if !force {
@@ -163,6 +194,17 @@ fn refresh_owned(root: &Path, project: &Project, force: bool) -> anyhow::Result<
                 .into());
         }
         ui::warn(&format!("{message}; --force replaces them"), None);
+    }
+    if !refresh.unlisted.is_empty() {
+        let (_, is, it) = them(&refresh.unlisted);
+        ui::warn(
+            &format!(
+                "{} {is} not listed in `{}` (an older rsbuilder wrote {it}, or you changed {it}); --force replaces {it}",
+                refresh.unlisted.join(", "),
+                owned::CHECKSUMS,
+            ),
+            None,
+        );
     }
     for path in &refresh.kept {
         let missing = current.get(Path::new(path)).is_none_or(Option::is_none);
@@ -175,15 +217,7 @@ fn refresh_owned(root: &Path, project: &Project, force: bool) -> anyhow::Result<
             )
         });
     }
-    Ok(refresh
-        .files
-        .into_iter()
-        .map(|(path, contents)| PlannedFile {
-            path,
-            contents,
-            policy: Policy::Regenerated,
-        })
-        .collect())
+    Ok(())
 }
 
 /// Writes the refreshed files of a project whose runtime is up to date.
@@ -343,6 +377,7 @@ fn plan(
     if new_record.form == runtime::Form::Registry {
         raised = pin_runtime(&raised, &new_record.version)?;
     }
+    warn_git_revision(&new_record);
     // Only the vendored form has the crate's files in the project.
     let new_files = if new_record.form.is_vendored() {
         new_files
@@ -393,12 +428,29 @@ fn plan(
     ))
 }
 
+/// A runtime from git stays at the revision its entry names: says that moving it is the user's.
+fn warn_git_revision(record: &RuntimeRecord) {
+    if let runtime::Form::Git { url, .. } = &record.form {
+        ui::warn(
+            &format!(
+                "the runtime comes from `{url}`: rsbuilder cannot move its revision; PROJECT now records rsbuilder-runtime {}",
+                record.version
+            ),
+            Some(&format!(
+                "set `rev` of rsbuilder-runtime in {MANIFEST} to the commit of rsbuilder-runtime {}",
+                record.version
+            )),
+        );
+    }
+}
+
 /// `manifest` with `rsbuilder-runtime` in `[workspace.dependencies]` pinned to `=version`, its
 /// layout and comments kept.
 fn pin_runtime(manifest: &str, version: &str) -> anyhow::Result<String> {
-    let mut document: toml_edit::DocumentMut = manifest
-        .parse()
-        .with_context(|| format!("`{MANIFEST}` is not TOML"))?;
+    let mut document: toml_edit::DocumentMut = manifest.parse().map_err(|error| {
+        UserError::new(format!("`{MANIFEST}` is not TOML: {error}"))
+            .help(format!("correct `{MANIFEST}`, then run the command again"))
+    })?;
     let entry = document
         .get_mut("workspace")
         .and_then(|w| w.get_mut("dependencies"))

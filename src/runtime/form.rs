@@ -12,6 +12,10 @@ use std::path::Path;
 
 use crate::ui::UserError;
 
+/// The variable that tells `init`, run by `alpha generate` or `alpha update` to scaffold a
+/// project again elsewhere, where the project is: a relative `path:` is checked from there.
+pub const ROOT_VARIABLE: &str = "RSBUILDER_RUNTIME_ROOT";
+
 /// What `--runtime` accepts, for help lines.
 pub const FORMS: &str = "`vendored`, `registry`, `path:DIR` or `git:URL[#REV]`";
 
@@ -42,8 +46,9 @@ impl Form {
             _ if text == "vendored" => Self::Vendored,
             _ if text == "registry" => Self::Registry,
             Some(("path", dir)) => {
-                check_text("path:", dir, "path:../rsbuilder/runtime")?;
-                Self::Path(dir.trim_end_matches('/').to_owned())
+                let trimmed = dir.trim_end_matches('/');
+                check_text("path:", trimmed, "path:../rsbuilder/runtime")?;
+                Self::Path(trimmed.to_owned())
             }
             Some(("git", rest)) => {
                 let (url, rev) = match rest.rsplit_once('#') {
@@ -230,6 +235,7 @@ mod tests {
             ("crates.io", "is not a form"),
             ("", "is not a form"),
             ("path:", "it is empty"),
+            ("path:/", "it is empty"),
             ("path:my dir", "it holds ' '"),
             ("path:a\"b", "it holds '\"'"),
             ("git:", "it is empty"),

@@ -268,3 +268,62 @@ fn upgrade_moves_a_registry_pin_to_this_version() {
     let err = stderr(&ws.run(&["upgrade"]).success());
     assert!(err.contains("the runtime is up to date"), "{err}");
 }
+
+#[test]
+fn a_runtime_folder_that_is_not_rsbuilders_copy_is_never_removed_or_overwritten() {
+    let ws = Workspace::new("otp-operator");
+    // The user's checkout of the runtime, inside the project, named by a relative path.
+    let runtime = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime/Cargo.toml");
+    ws.write(
+        "runtime/Cargo.toml",
+        &std::fs::read_to_string(runtime).unwrap(),
+    );
+    ws.write("runtime/NOTES.md", "mine\n");
+    ws.run(&["init", "--domain", "learn.com", "--runtime=path:runtime"])
+        .success();
+    assert_eq!(
+        dependency(&ws),
+        "rsbuilder-runtime = { path = \"runtime\" }"
+    );
+    ws.run(&["edit", "--runtime=registry"]).success();
+    assert_eq!(ws.read("runtime/NOTES.md"), "mine\n");
+    assert_refused(
+        &ws,
+        &["edit", "--runtime=vendored"],
+        "`runtime/` holds files, and `--runtime=vendored` writes the runtime there",
+        "move those files elsewhere, or pass --force",
+    );
+}
+
+#[test]
+fn a_scope_and_a_form_changed_at_once_keep_the_runtimes_rules() {
+    let ws = project(&[]);
+    ws.run(&["edit", "--namespaced", "--runtime=registry"])
+        .success();
+    let expected = project(&["--namespaced", "--runtime=registry"]);
+    assert_same_tree(
+        &expected.snapshot(),
+        &ws.snapshot(),
+        "`edit --namespaced --runtime=registry`",
+    );
+    assert!(ws.read("config/rbac/role.yaml").contains("events.k8s.io"));
+}
+
+#[test]
+fn alpha_generate_checks_a_relative_runtime_path_from_the_project() {
+    let ws = Workspace::new("otp-operator");
+    let runtime = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime/Cargo.toml");
+    let manifest = std::fs::read_to_string(runtime).unwrap();
+    std::fs::create_dir_all(ws.root().join("../rt")).unwrap();
+    std::fs::write(ws.root().join("../rt/Cargo.toml"), manifest).unwrap();
+    ws.run(&["init", "--domain", "learn.com", "--runtime=path:../rt"])
+        .success();
+    // Scaffolded again one folder deeper, where `../rt` is another folder.
+    ws.run(&["alpha", "generate", "--output-dir", "../deeper/again"])
+        .success();
+    let again = std::fs::read_to_string(ws.root().join("../deeper/again/Cargo.toml")).unwrap();
+    assert!(
+        again.contains("rsbuilder-runtime = { path = \"../rt\" }\n"),
+        "{again}"
+    );
+}

@@ -1,7 +1,7 @@
 //! The `manager` binary of memcached-operator: its flags, and the controllers it runs.
 //!
 //! What runs around the controllers (probes, metrics, leader election, graceful shutdown) is
-//! the `rsbuilder-runtime` crate in `runtime/`; this file and `controllers/` are yours.
+//! the `rsbuilder-runtime` crate; this file and `controllers/` are yours.
 
 use clap::Parser;
 use rsbuilder_runtime::{Manager, ManagerArgs, Registration, telemetry};
