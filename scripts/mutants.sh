@@ -2,8 +2,9 @@
 # The mutation check (cargo-mutants 27.1.0): every mutant of the runtime (runtime/src) and of the
 # CLI's guards of the user's files and names (src/apply/, src/names/, src/scaffold/markers.rs,
 # src/project/, the diff and Cargo.toml readers src/diff.rs and src/manifest.rs, alpha
-# generate's swap, apply/swap.rs, and the CEL rule checks of src/validations/) must make a
-# test fail, within the test's own time limit.
+# generate's swap, apply/swap.rs, the CEL rule checks of src/validations/, the runtime's forms
+# src/runtime/form.rs, the lock's runtime entry src/lockfile.rs and the files rsbuilder keeps,
+# src/owned.rs) must make a test fail, within the test's own time limit.
 #
 #   scripts/mutants.sh                 every mutant; see README "Mutation testing" for its time
 #   scripts/mutants.sh --in-diff FILE  only the mutants on lines that the unified diff FILE adds
@@ -43,6 +44,7 @@ start=$SECONDS
 cargo mutants "${common[@]}" -p rsbuilder --cargo-arg=--bin=rsbuilder \
   --file 'src/apply/*.rs' --file 'src/names/*.rs' --file src/scaffold/markers.rs --file src/project/mod.rs \
   --file src/diff.rs --file src/manifest.rs --file src/validations/mod.rs \
+  --file src/runtime/form.rs --file src/lockfile.rs --file src/owned.rs --file src/project/runtime_record.rs \
   --output target/mutants/cli "$@" || status=$?
 echo "cli: $((SECONDS - start)) s"
 exit "$status"
