@@ -246,32 +246,7 @@ fn runtime_fallback(
         return Ok(None);
     }
     let manifest = apply::read_existing(root, path)?.unwrap_or_default();
-    let mut document: toml_edit::DocumentMut = manifest.parse().map_err(|error| {
-        UserError::new(format!("the workspace Cargo.toml is not TOML: {error}"))
-            .help("correct Cargo.toml, then run the command again")
-    })?;
-    let dependency: toml_edit::Value = form
-        .dependency(&runtime::version())
-        .parse()
-        .context("a dependency rsbuilder writes is TOML")?;
-    let entry = document
-        .get_mut("workspace")
-        .and_then(|w| w.get_mut("dependencies"))
-        .and_then(|d| d.get_mut("rsbuilder-runtime"));
-    let Some(toml_edit::Item::Value(value)) = entry else {
-        return Err(UserError::new(
-            "the workspace Cargo.toml has no `rsbuilder-runtime` in [workspace.dependencies]",
-        )
-        .help(format!(
-            "add `rsbuilder-runtime = {}` there, then run the command again",
-            form.dependency(&runtime::version())
-        ))
-        .into());
-    };
-    let decor = value.decor().clone();
-    *value = dependency;
-    *value.decor_mut() = decor;
-    Ok(Some(document.to_string()))
+    Ok(Some(form.set_in(&manifest, &runtime::version())?))
 }
 
 /// Cargo.lock as `init` writes it for `form`: cargo would mend it on the next build, but a

@@ -375,7 +375,7 @@ fn plan(
     let runtime_manifest = &new_files[&Path::new(runtime::DIR).join("Cargo.toml")];
     let (mut raised, pins, unread) = raise_pins(&manifest, runtime_manifest);
     if new_record.form == runtime::Form::Registry {
-        raised = pin_runtime(&raised, &new_record.version)?;
+        raised = new_record.form.set_in(&raised, &new_record.version)?;
     }
     warn_git_revision(&new_record);
     // Only the vendored form has the crate's files in the project.
@@ -442,30 +442,6 @@ fn warn_git_revision(record: &RuntimeRecord) {
             )),
         );
     }
-}
-
-/// `manifest` with `rsbuilder-runtime` in `[workspace.dependencies]` pinned to `=version`, its
-/// layout and comments kept.
-fn pin_runtime(manifest: &str, version: &str) -> anyhow::Result<String> {
-    let mut document: toml_edit::DocumentMut = manifest.parse().map_err(|error| {
-        UserError::new(format!("`{MANIFEST}` is not TOML: {error}"))
-            .help(format!("correct `{MANIFEST}`, then run the command again"))
-    })?;
-    let entry = document
-        .get_mut("workspace")
-        .and_then(|w| w.get_mut("dependencies"))
-        .and_then(|d| d.get_mut("rsbuilder-runtime"));
-    let Some(Item::Value(value)) = entry else {
-        return Err(UserError::new(format!(
-            "`{MANIFEST}` has no `rsbuilder-runtime` in [workspace.dependencies], where PROJECT says the project takes it from crates.io"
-        ))
-        .help(format!("add `rsbuilder-runtime = \"={version}\"` to [workspace.dependencies]"))
-        .into());
-    };
-    let decor = value.decor().clone();
-    *value = toml_edit::Value::from(format!("={version}"));
-    *value.decor_mut() = decor;
-    Ok(document.to_string())
 }
 
 /// The text of `relative` as a diff shows it: `None` when it cannot be read (missing, a

@@ -122,6 +122,34 @@ impl Form {
         toml_edit::Value::from(table).to_string()
     }
 
+    /// The workspace `manifest` with its `rsbuilder-runtime` entry in `[workspace.dependencies]`
+    /// set to this form's at `version`, its layout and comments kept.
+    pub fn set_in(&self, manifest: &str, version: &str) -> Result<String, UserError> {
+        let dependency = self.dependency(version);
+        let mut document: toml_edit::DocumentMut = manifest.parse().map_err(|error| {
+            UserError::new(format!("the workspace Cargo.toml is not TOML: {error}"))
+                .help("correct Cargo.toml, then run the command again")
+        })?;
+        let entry = document
+            .get_mut("workspace")
+            .and_then(|w| w.get_mut("dependencies"))
+            .and_then(|d| d.get_mut("rsbuilder-runtime"));
+        let Some(toml_edit::Item::Value(value)) = entry else {
+            return Err(UserError::new(
+                "the workspace Cargo.toml has no `rsbuilder-runtime` in [workspace.dependencies]",
+            )
+            .help(format!(
+                "add `rsbuilder-runtime = {dependency}` there, then run the command again"
+            )));
+        };
+        let decor = value.decor().clone();
+        *value = dependency
+            .parse()
+            .expect("a dependency this form writes is a TOML value");
+        *value.decor_mut() = decor;
+        Ok(document.to_string())
+    }
+
     /// Checks what the form names from the project at `root`: a `path:` directory must hold the
     /// runtime crate at `version`, the version this rsbuilder writes projects for.
     pub fn check(&self, root: &Path, version: &str) -> Result<(), UserError> {
@@ -226,6 +254,30 @@ mod tests {
             assert_eq!(form.is_vendored(), text == "vendored");
         }
         assert_eq!(Form::parse("path:dir/").unwrap(), Form::Path("dir".into()));
+    }
+
+    #[test]
+    fn the_entry_is_set_in_place_with_its_comment_and_nothing_else() {
+        let manifest = "[workspace]\nmembers = [\"api\"]\n\n[workspace.dependencies]\n# rsbuilder's code.\nrsbuilder-runtime = { path = \"runtime\" } # the copy\nkube = \"5.0.0\"\n";
+        assert_eq!(
+            Form::Registry.set_in(manifest, "0.2.0").unwrap(),
+            manifest.replace("{ path = \"runtime\" }", "\"=0.2.0\"")
+        );
+        assert_eq!(Form::Vendored.set_in(manifest, "0.2.0").unwrap(), manifest);
+        let error = Form::Registry
+            .set_in("[workspace.dependencies]\nkube = \"5\"\n", "0.1.0")
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("has no `rsbuilder-runtime`"),
+            "{error}"
+        );
+        assert_eq!(
+            error.help_text(),
+            Some("add `rsbuilder-runtime = \"=0.1.0\"` there, then run the command again")
+        );
+        let error = Form::Registry.set_in("[workspace", "0.1.0").unwrap_err();
+        assert!(error.to_string().contains("is not TOML"), "{error}");
+        assert!(error.help_text().is_some());
     }
 
     #[test]
